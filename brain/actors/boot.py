@@ -1,0 +1,90 @@
+"""The actor-system process: `python -m brain.actors.boot`.
+
+Started by `brain serve` as a plain (non-gevent) process, so that the Thespian admin is forked
+from here and never from a gunicorn worker or master (stack-notes Hazard 1). It creates the
+Registry, asks it to recover sessions a crash left running, prints `ready` and waits for
+SIGTERM/SIGINT, then shuts the actor system down.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+
+from brain.actors.confine import confine_thespian
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, Recover, ToSession
+from brain.settings import Settings
+
+THESPIAN_LOGGING = {
+    "version": 1,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain",
+                            "level": "WARNING"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+}
+
+
+def keep_admin_in_this_process_group() -> None:
+    """Stop Thespian's admin from leaving Brain's process group.
+
+    Thespian daemonizes its admin (`os.setsid()` and a double fork). Brain wants the opposite:
+    every process it starts stays in the supervisor's process group, so a SIGKILL of that group
+    (a crash, or a crash test) reaches the admin and every actor, and the supervisor (a child
+    subreaper) inherits the double-forked admin instead of init. This process does nothing else
+    that needs a new session, so `setsid` becomes a no-op here and in what it forks.
+    """
+    os.setsid = lambda: None
+
+
+def actor_capabilities(settings: Settings) -> dict[str, object]:
+    return {"Admin Port": settings.actor_port}
+
+
+def sessions_to_recover(settings: Settings) -> list[str]:
+    """Sessions whose last state says work was in flight when the process stopped."""
+    from brain.journal import JournalError, SessionReader
+
+    found = []
+    if not settings.sessions_path.is_dir():
+        return found
+    for session_dir in sorted(settings.sessions_path.iterdir()):
+        try:
+            status = SessionReader(session_dir).status()["status"]
+        except (JournalError, OSError, KeyError):
+            continue
+        if status in ("creating", "running", "ending"):
+            found.append(session_dir.name)
+    return found
+
+
+def main() -> int:
+    settings = Settings.from_env()
+    logging.basicConfig(level=logging.WARNING)
+    confine_thespian(settings.actor_bind)
+    keep_admin_in_this_process_group()
+    from thespian.actors import ActorSystem
+
+    from brain.actors.registry import Registry
+
+    asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings),
+                       logDefs=THESPIAN_LOGGING)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+        for session_id in sessions_to_recover(settings):
+            asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
+        print("ready", flush=True)
+        while not stop.wait(1.0):
+            pass
+    finally:
+        asys.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Keep Thespian's sockets off the network (stack-notes Hazard 3).
+
+Thespian's admin and actors listen on every interface and exchange pickles: whoever reaches one
+of those ports can run code. Thespian binds the address its `IPActorAddress` computes as
+`('', port)`; this module makes that the configured bind address (loopback by default, or the
+private interface of a multi-host convention). It must run in every process that opens a
+Thespian transport before the first ActorSystem call: the boot process (whose forks inherit it)
+and each web worker.
+"""
+
+from __future__ import annotations
+
+import os
+
+from thespian.system.transport import IPBase
+
+_applied_to: str | None = None
+
+
+def confine_thespian(bind_address: str) -> None:
+    """Make every Thespian listening socket in this process bind to `bind_address`."""
+    global _applied_to
+    if _applied_to is not None:
+        if _applied_to != bind_address:
+            raise RuntimeError(f"Thespian already confined to {_applied_to}")
+        return
+    os.environ["THESPIAN_BASE_IPADDR"] = bind_address
+    original_init = IPBase.IPActorAddress.__init__
+
+    def confined_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        original_init(self, *args, **kwargs)
+        host, port = self.bindname[0], self.bindname[1]
+        if host in ("", "0.0.0.0", "::"):
+            self.bindname = (bind_address, port)
+
+    IPBase.IPActorAddress.__init__ = confined_init
+    IPBase.thisSystem.add_local_addr(bind_address)
+    _applied_to = bind_address

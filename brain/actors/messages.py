@@ -1,0 +1,133 @@
+"""Every message that crosses an actor boundary, as small frozen dataclasses.
+
+Thespian pickles these between processes, so they carry sequences, ids and short payloads; bulk
+history stays in the journal. Commands travel web → registry → session; replies go straight from
+the session actor back to the web worker's private endpoint named in `reply_to`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+REGISTRY_GLOBAL_NAME = "brain.registry"
+MODEL_EXECUTOR_GLOBAL_NAME = "brain.executor.model"
+
+
+# --- commands a client sends to one session (through the registry) ------------------------
+
+
+@dataclass(frozen=True)
+class CreateSession:
+    config: dict[str, Any]
+    transcript: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StartTurn:
+    input: Any
+    mode: str  # "send" waits for the turn; "submit" is answered once turn_started is durable
+
+
+@dataclass(frozen=True)
+class CancelTurn:
+    pass
+
+
+@dataclass(frozen=True)
+class EndSession:
+    pass
+
+
+@dataclass(frozen=True)
+class DeleteSession:
+    pass
+
+
+@dataclass(frozen=True)
+class Recover:
+    """Open the session only to record interrupted work (the registry's start-up scan)."""
+
+
+Command = CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
+
+
+@dataclass(frozen=True)
+class ToSession:
+    """Web → registry: route `command` to the session's actor, opening it on demand."""
+
+    request_id: str
+    session_id: str
+    command: Command
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """Registry → session actor: a routed command and where the answer goes."""
+
+    request_id: str
+    session_id: str
+    command: Command
+    reply_to: Any  # ActorAddress of the asking web endpoint, or None for fire-and-forget
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Session actor → web endpoint: the answer to one request."""
+
+    request_id: str
+    body: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+# --- session actor lifecycle ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReleaseMe:
+    """Session → registry: idle now; `handled` counts the commands it has taken.
+
+    The registry grants release only when it has forwarded exactly that many, so a command in
+    flight to a releasing actor is never lost.
+    """
+
+    session_id: str
+    handled: int
+
+
+@dataclass(frozen=True)
+class IdleTimeout:
+    """Session → itself (wakeupAfter payload) when a retention interval may have elapsed."""
+
+    generation: int
+
+
+# --- effects -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunModelCall:
+    """Session → model executor, sent only after model_call_started is durable."""
+
+    session_id: str
+    started: int
+    model: dict[str, Any]
+    request: dict[str, Any]
+    reply_to: Any
+
+
+@dataclass(frozen=True)
+class CancelEffect:
+    session_id: str
+    started: int
+
+
+@dataclass(frozen=True)
+class ModelCallDone:
+    """Model executor → session: the outcome, to be committed before the Agentloop sees it."""
+
+    session_id: str
+    started: int
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = field(default=None)  # {outcome, message, status?}

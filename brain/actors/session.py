@@ -1,0 +1,585 @@
+"""The Session actor: the only writer of one session's journal.
+
+States: *closed* (no journal open) → *open, idle* → *open, running* (an Agentloop activation is
+in flight) → idle → released. Every effect follows one rule, visible below as `_commit(...)`
+followed by `self.send(...)`: the `*_started` record is durable before the effect is sent, and
+the outcome is durable before the Agentloop sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage, WatchMessage
+
+from brain import errors
+from brain.actors.bridge import ThreadBridge
+from brain.actors.messages import (
+    MODEL_EXECUTOR_GLOBAL_NAME,
+    CancelEffect,
+    CancelTurn,
+    CreateSession,
+    DeleteSession,
+    Delivered,
+    EndSession,
+    IdleTimeout,
+    ModelCallDone,
+    Recover,
+    ReleaseMe,
+    Reply,
+    RunModelCall,
+    StartTurn,
+)
+from brain.actors.trace import trace_message
+from brain.actors.turn import ActivationFinished, ActiveTurn, PendingHostCall, start_activation
+from brain.journal import CorruptJournal, JournalWriter, SessionReader, fold
+from brain.live import LivePublisher
+from brain.sessions.recovery import interrupted_work
+from brain.sessions.transcript_diff import context_delta, transcript_delta
+from brain.sessions.views import session_view, turn_result
+from brain.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_runtime = None
+
+
+def agentloop_runtime(settings: Settings) -> Any:
+    """One AgentloopRuntime per actor process, created after the fork (stack-notes Hazard 4)."""
+    global _runtime
+    if _runtime is None:
+        from brain.agentloop import AgentloopRuntime
+
+        _runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20)
+    return _runtime
+
+
+class SessionActor(ActorTypeDispatcher):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = Settings.from_env()
+        self.session_id: str | None = None
+        self.registry: Any = None
+        self.handled = 0
+        self.writer: JournalWriter | None = None
+        self.projection: Any = None
+        self.bridge = ThreadBridge()
+        self.turn: ActiveTurn | None = None
+        self.release_wanted = False
+        self.idle_generation = 0
+        self._model_executor: Any = None
+        self.live = LivePublisher(self.settings.data_path)
+
+    # --- dispatch ---------------------------------------------------------------------------
+
+    def receiveMessage(self, message: Any, sender: Any) -> Any:
+        super().receiveMessage(message, sender)
+        return self.bridge.watch()
+
+    def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
+        trace_message("session", msg)
+        self.handled += 1
+        self.registry = sender
+        self.session_id = msg.session_id
+        handlers = {
+            CreateSession: self._create,
+            StartTurn: self._start_turn,
+            CancelTurn: self._cancel_turn,
+            EndSession: self._end,
+            DeleteSession: self._delete,
+            Recover: self._recover_only,
+        }
+        try:
+            handlers[type(msg.command)](msg)
+        except errors.BrainError as exc:
+            self._reply(msg.reply_to, msg.request_id, error=exc)
+        except CorruptJournal as exc:
+            log.error("session %s damaged: %s", self.session_id, exc)
+            self._close_journal()
+            self._reply(msg.reply_to, msg.request_id,
+                        error=errors.SessionDamaged("the session's journal is damaged"))
+        except Exception:
+            log.exception("session %s: command %s failed", self.session_id,
+                          type(msg.command).__name__)
+            self._reply(msg.reply_to, msg.request_id,
+                        error=errors.Internal("internal error"))
+        self._release_if_idle()
+
+    def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
+        for item in self.bridge.drain():
+            if isinstance(item, PendingHostCall):
+                self._host_call(item)
+            elif isinstance(item, ActivationFinished):
+                self._finish_turn(item)
+        self._release_if_idle()
+
+    def receiveMsg_ModelCallDone(self, msg: ModelCallDone, sender: Any) -> None:
+        trace_message("session", msg)
+        turn = self.turn
+        call = turn.pending_effects.pop(msg.started, None) if turn else None
+        if call is None:
+            log.warning("session %s: outcome for unknown model call %s", self.session_id,
+                        msg.started)
+            return
+        if msg.error is None:
+            self._commit([{"kind": "model_call_ended", "started": msg.started,
+                           "result": msg.result, "outcome": "ok"}])
+            call.respond(msg.result or {})
+        else:
+            outcome = msg.error.get("outcome", "unknown")
+            error = {"message": msg.error.get("message", "")}
+            if msg.error.get("status") is not None:
+                error["status"] = msg.error["status"]
+            self._commit([{"kind": "model_call_failed", "started": msg.started,
+                           "error": error, "outcome": outcome}])
+            call.respond({"error": {"code": "model_call_failed", "outcome": outcome,
+                                    "message": error["message"]}})
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        payload = msg.payload
+        if isinstance(payload, IdleTimeout) and payload.generation == self.idle_generation:
+            self.release_wanted = True
+            self._release_if_idle()
+
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        self._close_journal()
+        self.bridge.close()
+        self.live.close()
+
+    # --- journal ----------------------------------------------------------------------------
+
+    @property
+    def session_dir(self) -> Path:
+        assert self.session_id is not None
+        return self.settings.sessions_path / self.session_id
+
+    def _open(self, *, create: bool) -> None:
+        if self.writer is not None:
+            return
+        journal_dir = self.session_dir / "journal"
+        if not create and not journal_dir.is_dir():
+            raise errors.NotFound("no such session")
+        self.writer = JournalWriter.open(journal_dir, segment_bytes=self.settings.segment_bytes)
+        self.projection = SessionReader(self.session_dir).projection()
+        self._record_interrupted_work()
+
+    def _close_journal(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def _commit(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Append one batch (one write, one fdatasync) and fold it into the projection."""
+        assert self.writer is not None
+        committed = self.writer.append(records)
+        for record in committed:
+            self.projection = fold(self.projection, record)
+        self.live.committed(self.session_id, committed[-1]["seq"])  # after the fsync
+        return committed
+
+    def _checkpoint(self) -> None:
+        try:
+            self.writer.write_checkpoint(self.projection)
+        except Exception:
+            log.exception("session %s: checkpoint not written (the journal stays canonical)",
+                          self.session_id)
+
+    def _record_interrupted_work(self) -> None:
+        """Restart rule: fail what a crash interrupted, never rerun it."""
+        records = interrupted_work(self.projection)
+        if records:
+            self._commit(records)
+            self._checkpoint()
+
+    # --- commands ---------------------------------------------------------------------------
+
+    def _create(self, msg: Delivered) -> None:
+        command: CreateSession = msg.command
+        if (self.session_dir / "journal").exists():
+            raise errors.InvalidRequest("session already exists")
+        self._open(create=True)
+        transcript = command.transcript
+        batch: list[dict[str, Any]] = [
+            {"kind": "session_created", "config": command.config, "seeded": len(transcript)}
+        ]
+        if transcript:
+            batch.append({"kind": "transcript_changed", "start": 0, "items": transcript,
+                          "length": len(transcript)})
+        self._commit(batch)
+        for environment in command.config.get("environments", []):
+            self._setup_environment(environment)
+        self._checkpoint()
+        self._reply(msg.reply_to, msg.request_id, body=self._view())
+        self._schedule_release()
+
+    def _setup_environment(self, environment: dict[str, Any]) -> None:
+        # A local Environment's setup is a directory; it is still fenced like every effect.
+        name = environment["name"]
+        [started] = self._commit([{"kind": "environment_op_started", "environment": name,
+                                   "op": "setup", "request": {}}])
+        root = self.settings.data_path / "environments" / self.session_id / name
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            self._commit([{"kind": "environment_op_failed", "started": started["seq"],
+                           "error": {"message": exc.strerror or "setup failed"},
+                           "outcome": "error"},
+                          {"kind": "session_failed",
+                           "error": {"code": "creation", "message": f"setup of {name} failed"}}])
+            return
+        self._commit([{"kind": "environment_op_ended", "started": started["seq"],
+                       "result": {"path": name}, "outcome": "ok"}])
+
+    def _start_turn(self, msg: Delivered) -> None:
+        command: StartTurn = msg.command
+        self._open(create=False)
+        self._require_accepting()
+        if self.turn is not None or self.projection.status != "idle":
+            raise errors.SessionBusy("another turn is active")
+        turn_seq = self.writer.last_seq + 1
+        agentloop = self.projection.config["agentloop"]
+        self._commit([
+            {"kind": "turn_started", "input": command.input, "mode": command.mode},
+            {"kind": "activation_started", "agentloop": agentloop["name"], "turn": turn_seq},
+        ])
+        max_secs = self.settings.max_turn_secs
+        deadline = time.monotonic() + max_secs if max_secs else None
+        self.turn = ActiveTurn(sequence=turn_seq, activation=turn_seq + 1, mode=command.mode,
+                               reply_to=msg.reply_to if command.mode == "send" else None,
+                               request_id=msg.request_id, deadline=deadline)
+        self.release_wanted = False
+        if command.mode == "submit":
+            self._reply(msg.reply_to, msg.request_id,
+                        body={"session_id": self.session_id, "sequence": turn_seq})
+        payload = {
+            "kind": "turn",
+            "session_id": self.session_id,
+            "turn": turn_seq,
+            "input": command.input,
+            "limits": {
+                "max_model_calls": self.settings.max_model_calls,
+                "max_turn_secs": self.settings.max_turn_secs,
+                "max_tool_secs": self.settings.max_tool_secs,
+                "max_emitted_bytes": self.settings.max_emitted_bytes,
+            },
+        }
+        runtime = agentloop_runtime(self.settings)
+        path = agentloop["path"]
+        start_activation(
+            self.bridge,
+            lambda host_call: runtime.activate(path, payload, host_call, deadline),
+            turn_seq,
+        )
+
+    def _cancel_turn(self, msg: Delivered) -> None:
+        self._open(create=False)
+        turn = self.turn
+        if turn is None:
+            self._reply(msg.reply_to, msg.request_id,
+                        body={"session_id": self.session_id, "sequence": None})
+            return
+        [record] = self._commit([{"kind": "cancel_requested", "turn": turn.sequence}])
+        turn.cancelled = True
+        for started in list(turn.pending_effects):
+            self.send(self._executor(), CancelEffect(self.session_id, started))
+        self._reply(msg.reply_to, msg.request_id,
+                    body={"session_id": self.session_id, "sequence": record["seq"]})
+
+    def _end(self, msg: Delivered) -> None:
+        self._open(create=False)
+        status = self.projection.status
+        if status in ("ended", "failed"):
+            self._reply(msg.reply_to, msg.request_id, body=self._view())
+            return
+        if self.turn is not None:
+            raise errors.SessionBusy("a turn is active; cancel it or wait before ending")
+        self._commit([{"kind": "session_ending"}])
+        for environment in self.projection.config.get("environments", []):
+            [started] = self._commit([{"kind": "environment_op_started",
+                                       "environment": environment["name"], "op": "detach",
+                                       "request": {}}])
+            self._commit([{"kind": "environment_op_ended", "started": started["seq"],
+                           "result": {}, "outcome": "ok"}])
+        self._commit([{"kind": "session_ended"}])
+        self._checkpoint()
+        self._reply(msg.reply_to, msg.request_id, body=self._view())
+        self._schedule_release()
+
+    def _delete(self, msg: Delivered) -> None:
+        try:
+            self._open(create=False)
+        except CorruptJournal:
+            # A damaged journal cannot record teardown; its directories are removed as they are.
+            self._remove_session_files()
+            self._reply(msg.reply_to, msg.request_id, body={})
+            return
+        if self.projection.status not in ("ended", "failed"):
+            raise errors.SessionActive("end the session before deleting it")
+        for environment in self.projection.config.get("environments", []):
+            name = environment["name"]
+            [started] = self._commit([{"kind": "environment_op_started", "environment": name,
+                                       "op": "teardown", "request": {}}])
+            root = self.settings.data_path / "environments" / self.session_id / name
+            try:
+                if root.is_symlink():
+                    root.unlink()
+                elif root.exists():
+                    shutil.rmtree(root)
+            except OSError as exc:
+                self._commit([{"kind": "environment_op_failed", "started": started["seq"],
+                               "error": {"message": exc.strerror or "teardown failed"},
+                               "outcome": "error"}])
+                raise errors.TeardownFailed(f"teardown of Environment {name!r} failed; "
+                                            "retry with a new Idempotency-Key") from None
+            self._commit([{"kind": "environment_op_ended", "started": started["seq"],
+                           "result": {}, "outcome": "ok"}])
+        self._remove_session_files()
+        self._reply(msg.reply_to, msg.request_id, body={})
+
+    def _remove_session_files(self) -> None:
+        self._close_journal()
+        self.projection = None
+        shutil.rmtree(self.session_dir, ignore_errors=True)
+        environments = self.settings.data_path / "environments" / self.session_id
+        shutil.rmtree(environments, ignore_errors=True)
+
+    def _recover_only(self, msg: Delivered) -> None:
+        self._open(create=False)
+        self._reply(msg.reply_to, msg.request_id, body=self._view())
+        self._schedule_release()
+
+    def _require_accepting(self) -> None:
+        status = self.projection.status
+        if status in ("ending", "ended"):
+            raise errors.SessionEnded("the session has ended")
+        if status == "failed":
+            raise errors.SessionEnded("the session has failed")
+
+    # --- the Agentloop's host services -----------------------------------------------------
+
+    def _host_call(self, call: PendingHostCall) -> None:
+        op = call.op.get("op")
+        handler = {
+            "transcript.read": self._op_transcript_read,
+            "transcript.set": self._op_transcript_set,
+            "kv.read": self._op_kv_read,
+            "kv.put": self._op_kv_put,
+            "kv.delete": self._op_kv_delete,
+            "model.call": self._op_model_call,
+            "telemetry.record": self._op_telemetry_record,
+        }.get(op)
+        if self.turn is None:
+            call.respond(_host_error("internal", "no active turn"))
+            return
+        if handler is None:
+            call.respond(_host_error("invalid_request", f"unknown op {op!r}"))
+            return
+        try:
+            result = handler(call)
+        except errors.BrainError as exc:
+            result = _host_error(exc.code, exc.message)
+        if result is not None:
+            call.respond(result)
+
+    def _op_transcript_read(self, call: PendingHostCall) -> dict[str, Any]:
+        return {"messages": self.projection.transcript,
+                "through_sequence": self.projection.last_seq}
+
+    def _op_transcript_set(self, call: PendingHostCall) -> dict[str, Any]:
+        messages = _messages_arg(call.op)
+        delta = transcript_delta(self.projection.transcript, messages)
+        if delta is None:
+            return {"sequence": None}
+        [record] = self._commit([{"kind": "transcript_changed", **delta}])
+        return {"sequence": record["seq"]}
+
+    def _op_kv_read(self, call: PendingHostCall) -> dict[str, Any]:
+        key = _key_arg(call.op)
+        if key in self.projection.kv:
+            return {"found": True, "value": self.projection.kv[key]}
+        return {"found": False, "value": None}
+
+    def _op_kv_put(self, call: PendingHostCall) -> dict[str, Any]:
+        key = _key_arg(call.op)
+        if "value" not in call.op:
+            raise errors.InvalidRequest("kv.put needs a value")
+        [record] = self._commit([{"kind": "kv_put", "key": key, "value": call.op["value"]}])
+        return {"sequence": record["seq"]}
+
+    def _op_kv_delete(self, call: PendingHostCall) -> dict[str, Any]:
+        key = _key_arg(call.op)
+        if key not in self.projection.kv:
+            return {"sequence": None}
+        [record] = self._commit([{"kind": "kv_delete", "key": key}])
+        return {"sequence": record["seq"]}
+
+    def _op_telemetry_record(self, call: PendingHostCall) -> dict[str, Any]:
+        name = call.op.get("name")
+        if not isinstance(name, str) or not name:
+            raise errors.InvalidRequest("telemetry.record needs a name")
+        sink = self.settings.telemetry_sink
+        if sink is not None:
+            line = {"session_id": self.session_id, "turn": self.turn.sequence, "name": name,
+                    "value": call.op.get("value"), "attributes": call.op.get("attributes"),
+                    "at": time.time()}
+            with open(sink, "a", encoding="utf-8") as out:
+                out.write(json.dumps(line) + "\n")
+        return {}
+
+    def _op_model_call(self, call: PendingHostCall) -> None:
+        turn = self.turn
+        limit = self.settings.max_model_calls
+        if limit and turn.model_calls >= limit:
+            turn.forced_error = {"code": "model_call_limit",
+                                 "message": f"more than {limit} model calls in one turn"}
+            raise errors.BrainError(turn.forced_error["message"], code="model_call_limit")
+        if turn.cancelled:
+            raise errors.BrainError("the turn was cancelled", code="cancelled")
+        messages = _messages_arg(call.op)
+        tools = self._offered_tools(call.op.get("tools"))
+        options = call.op.get("options") or {}
+        if not isinstance(options, dict):
+            raise errors.InvalidRequest("options must be an object")
+        model = self.projection.config["model"]
+        turn.model_calls += 1
+        [started] = self._commit([{
+            "kind": "model_call_started",
+            "model": model["name"],
+            "message_count": len(messages),
+            "context": {"through_sequence": self.projection.last_seq,
+                        "delta": context_delta(self.projection.transcript, messages)},
+            "tools": [tool["name"] for tool in tools],
+            "options": options,
+        }])
+        turn.pending_effects[started["seq"]] = call
+        request = {"messages": messages, "tools": tools, "options": options}
+        self.send(self._executor(),
+                  RunModelCall(self.session_id, started["seq"], model, request, self.myAddress))
+        return None
+
+    def _offered_tools(self, requested: Any) -> list[dict[str, Any]]:
+        configured = {tool["name"]: tool for tool in self.projection.config.get("tools", [])}
+        if requested is None:
+            names = list(configured)
+        elif isinstance(requested, list) and all(isinstance(n, str) for n in requested):
+            names = requested
+        else:
+            raise errors.InvalidRequest("tools must be a list of configured tool names")
+        offered = []
+        for name in names:
+            tool = configured.get(name)
+            if tool is None:
+                raise errors.InvalidRequest(f"tool {name!r} is not configured for this session")
+            offered.append({"name": name, "description": tool.get("description", ""),
+                            "input_schema": tool.get("input_schema", {"type": "object"})})
+        return offered
+
+    def _executor(self) -> Any:
+        if self._model_executor is None:
+            from brain.actors.model_executor import ModelExecutor
+
+            self._model_executor = self.createActor(ModelExecutor,
+                                                    globalName=MODEL_EXECUTOR_GLOBAL_NAME)
+        return self._model_executor
+
+    # --- turn completion --------------------------------------------------------------------
+
+    def _finish_turn(self, finished: ActivationFinished) -> None:
+        turn = self.turn
+        if turn is None or finished.turn != turn.sequence:
+            return
+        for started, call in list(turn.pending_effects.items()):
+            # The guest stopped while an effect was out: its outcome can no longer be known.
+            self._commit([{"kind": "model_call_failed", "started": started,
+                           "error": {"message": "the activation ended first"},
+                           "outcome": "unknown"}])
+            call.respond(_host_error("cancelled", "the activation ended"))
+        turn.pending_effects.clear()
+        records: list[dict[str, Any]] = []
+        if finished.error is not None:
+            records.append({"kind": "activation_failed", "started": turn.activation,
+                            "error": finished.error})
+            error = turn.forced_error or finished.error
+        else:
+            records.append({"kind": "activation_ended", "started": turn.activation})
+            error = turn.forced_error or _loop_error(finished.result)
+        if error is None:
+            output = finished.result.get("output")
+            records.append({"kind": "turn_ended", "started": turn.sequence, "output": output})
+        else:
+            if turn.cancelled and error.get("code") != "turn_timeout":
+                error = {"code": "cancelled", "message": "the turn was cancelled"}
+            records.append({"kind": "turn_failed", "started": turn.sequence, "error": error})
+        self._commit(records)
+        self.turn = None
+        if turn.reply_to is not None:
+            self._reply(turn.reply_to, turn.request_id,
+                        body=turn_result(self.session_id, turn.sequence, records[-1]))
+        self._checkpoint()
+        self._schedule_release()
+
+    # --- replies and release ----------------------------------------------------------------
+
+    def _view(self) -> dict[str, Any]:
+        return session_view(self.session_id, self.projection)
+
+    def _reply(self, reply_to: Any, request_id: str, *, body: dict[str, Any] | None = None,
+               error: errors.BrainError | None = None) -> None:
+        if reply_to is None:
+            return
+        if error is not None:
+            self.send(reply_to, Reply(request_id, error_code=error.code,
+                                      error_message=error.message))
+        else:
+            self.send(reply_to, Reply(request_id, body=body))
+
+    def _schedule_release(self) -> None:
+        ttl_ms = None
+        if self.projection is not None:
+            ttl_ms = self.projection.config.get("idle_ttl_ms")
+        if ttl_ms is None:
+            ttl_ms = self.settings.session_idle_ttl_ms
+        self.idle_generation += 1
+        if ttl_ms is None:
+            self.release_wanted = True
+        elif ttl_ms > 0:
+            self.release_wanted = False
+            self.wakeupAfter(ttl_ms / 1000.0, IdleTimeout(self.idle_generation))
+        else:
+            self.release_wanted = False  # explicit zero: retain indefinitely
+
+    def _release_if_idle(self) -> None:
+        if (self.release_wanted or self.writer is None) and self.turn is None \
+                and self.registry is not None:
+            self.send(self.registry, ReleaseMe(self.session_id, self.handled))
+
+
+def _host_error(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _loop_error(result: dict[str, Any] | None) -> dict[str, Any] | None:
+    if result is None or result.get("status") == "completed":
+        return None
+    error = result.get("error") if isinstance(result.get("error"), dict) else {}
+    return {"code": str(error.get("code", "agentloop_error")),
+            "message": str(error.get("message", "the Agentloop reported failure"))}
+
+
+def _messages_arg(op: dict[str, Any]) -> list[dict[str, Any]]:
+    messages = op.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise errors.InvalidRequest("messages must be a list of message objects")
+    return messages
+
+
+def _key_arg(op: dict[str, Any]) -> str:
+    key = op.get("key")
+    if not isinstance(key, str) or not key:
+        raise errors.InvalidRequest("key must be a non-empty string")
+    return key

@@ -1,0 +1,89 @@
+"""State of one running turn inside a session actor, and the activation thread.
+
+The Agentloop runs in a thread of the session actor's process. Each host call it makes is posted
+to the actor through the bridge and the thread waits for the actor's answer: the actor alone
+commits to the journal, so every service call is ordered in the one journal.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from brain.actors.bridge import ThreadBridge
+
+HOST_CALL_GRACE_SECS = 60.0
+
+
+@dataclass
+class PendingHostCall:
+    """One `brain.call` from the guest, waiting for the actor's answer."""
+
+    op: dict[str, Any]
+    answer: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+
+    def respond(self, result: dict[str, Any]) -> None:
+        self.answer.put(result)
+
+
+@dataclass(frozen=True)
+class ActivationFinished:
+    """Posted by the activation thread when the guest returned, failed or was stopped."""
+
+    turn: int
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+
+@dataclass
+class ActiveTurn:
+    sequence: int
+    activation: int
+    mode: str
+    reply_to: Any
+    request_id: str
+    deadline: float | None
+    model_calls: int = 0
+    forced_error: dict[str, Any] | None = None
+    pending_effects: dict[int, PendingHostCall] = field(default_factory=dict)
+    cancelled: bool = False
+
+
+def start_activation(
+    bridge: ThreadBridge,
+    run: Any,
+    turn: int,
+) -> threading.Thread:
+    """Run `run(host_call)` in a daemon thread; its outcome comes back through the bridge."""
+
+    def host_call(op: dict[str, Any]) -> dict[str, Any]:
+        call = PendingHostCall(op)
+        bridge.post(call)
+        try:
+            return call.answer.get(timeout=_answer_timeout())
+        except queue.Empty:
+            return {"error": {"code": "internal", "message": "session actor did not answer"}}
+
+    def body() -> None:
+        from brain.agentloop import AgentloopError
+
+        try:
+            result = run(host_call)
+        except AgentloopError as exc:
+            bridge.post(ActivationFinished(turn, None, {"code": exc.code, "message": exc.message}))
+        except Exception as exc:  # a host bug must still close the turn
+            bridge.post(ActivationFinished(turn, None, {"code": "internal",
+                                                        "message": type(exc).__name__}))
+        else:
+            bridge.post(ActivationFinished(turn, result, None))
+
+    thread = threading.Thread(target=body, name=f"activation-{turn}", daemon=True)
+    thread.start()
+    return thread
+
+
+def _answer_timeout() -> float:
+    # The actor answers every call; the bound only keeps a thread from outliving a lost actor.
+    return 24 * 3600.0 + HOST_CALL_GRACE_SECS

@@ -1,0 +1,98 @@
+"""One wasmtime Engine per process, made safe for Brain's forking actor processes.
+
+Why it is built this way (docs/stack-notes.md):
+- Actors are forked processes. A compile after fork hangs forever if the parent compiled with
+  parallel compilation (Hazard 4), so this Engine compiles on the calling thread only.
+- A FuncType reused across two Engines aborts the whole process (Hazard 5), so every wasmtime
+  type the host defines is built here, per Engine, and never shared.
+- Epoch interruption stops a guest that never returns; one daemon thread per Engine advances
+  the epoch every `TICK_SECS`, so a deadline is a number of ticks.
+- The Engine is created lazily and remembered per process id: a child forked from a process
+  that already had one gets its own (the parent's ticker thread does not survive the fork).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+
+import wasmtime
+
+from brain.agentloop.hostcall import brain_call
+from brain.agentloop.modules import ModuleCache
+
+TICK_SECS = 0.01
+# Far enough away to never fire, small enough that epoch + ticks cannot overflow a u64.
+NO_DEADLINE_TICKS = 1 << 40
+
+
+class ProcessEngine:
+    """The Engine of this process, its host-function Linker and its compiled-module cache."""
+
+    def __init__(self) -> None:
+        config = wasmtime.Config()
+        config.parallel_compilation = False  # Hazard 4
+        config.epoch_interruption = True
+        self.engine = wasmtime.Engine(config)
+        self.pid = os.getpid()
+        # Built per Engine, never shared (Hazard 5).
+        call_type = wasmtime.FuncType(
+            [wasmtime.ValType.i32(), wasmtime.ValType.i32()], [wasmtime.ValType.i64()]
+        )
+        self.linker = wasmtime.Linker(self.engine)
+        self.linker.define_func("brain", "call", call_type, brain_call, access_caller=True)
+        self.modules = ModuleCache(self.engine, self.linker)
+        self._ticker = threading.Thread(
+            target=_tick, args=(self.engine,), name="agentloop-epoch", daemon=True
+        )
+        self._ticker.start()
+
+    def deadline_ticks(self, deadline: float | None) -> int:
+        """Epoch ticks from now until `deadline` (a time.monotonic() value), rounded up.
+
+        The ticker's phase is unknown, so one extra tick makes the guest stop at or after the
+        deadline, never before it; the overall deadline is still checked in every host call.
+        """
+        if deadline is None:
+            return NO_DEADLINE_TICKS
+        remaining = deadline - time.monotonic()
+        return max(1, math.ceil(remaining / TICK_SECS) + 1)
+
+
+def _tick(engine: wasmtime.Engine) -> None:
+    while True:
+        time.sleep(TICK_SECS)
+        engine.increment_epoch()
+
+
+_lock = threading.Lock()
+_current: ProcessEngine | None = None
+# Engines inherited from a parent process are kept, never dropped: tearing down wasmtime state
+# created by another process is the riskier path, and there is at most one per fork.
+_inherited: list[ProcessEngine] = []
+
+
+def _reset_lock_in_child() -> None:
+    # A fork taken while another thread held the lock would leave it locked forever.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_lock_in_child)
+
+
+def current_engine() -> ProcessEngine:
+    """This process's Engine, created on first use (and again in a forked child)."""
+    global _current
+    engine = _current
+    if engine is not None and engine.pid == os.getpid():
+        return engine
+    with _lock:
+        if _current is not None and _current.pid != os.getpid():
+            _inherited.append(_current)
+            _current = None
+        if _current is None:
+            _current = ProcessEngine()
+        return _current

@@ -1,0 +1,169 @@
+"""`brain.call`: how a running guest reaches the host, one request at a time.
+
+The host function is defined once per Engine on a Linker (so instantiation is cheap), which
+means it cannot close over an activation. The activation running on this thread is found
+through a ContextVar instead: the guest calls back synchronously on the thread that called
+into it, so the variable set by `activate` is the one visible here.
+
+Anything that must end the activation (a bad pointer, the deadline, a guest trap inside
+brain_alloc) is recorded on the Activation and then raised as `StopActivation`, which wasmtime
+turns into a trap that unwinds the guest. The runtime reports the recorded failure, not the
+exception that came back out of wasmtime: wasmtime-py keeps the last callback exception in a
+process-wide global, so with several activating threads the exception itself may be another
+thread's.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import wasmtime
+
+from brain.agentloop import abi
+from brain.agentloop.errors import AgentloopError, loop_error, timeout_error
+from brain.agentloop.memory import GuestMemory, as_u32, check_range
+
+log = logging.getLogger(__name__)
+
+HostCall = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class StopActivation(Exception):
+    """Unwinds the guest; the reason is on the Activation."""
+
+
+@dataclass
+class Activation:
+    """Everything one activation's host calls need, and the first reason it must stop."""
+
+    host_call: HostCall
+    store: wasmtime.Store
+    max_payload_bytes: int
+    memory_limit_bytes: int
+    deadline: float | None
+    rearm: Callable[[], None]
+    memory: wasmtime.Memory | None = None
+    alloc: wasmtime.Func | None = None
+    failure: BaseException | None = field(default=None)
+    calls: int = 0
+
+    def stop(self, failure: BaseException) -> StopActivation:
+        if self.failure is None:
+            self.failure = failure
+        return StopActivation()
+
+    def check_deadline(self, when: str) -> None:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise self.stop(timeout_error(f"the turn deadline passed {when}"))
+
+    def write_buffer(self, view: GuestMemory, caller: Any, data: bytes, what: str) -> int:
+        """Copy data into a fresh guest buffer from brain_alloc; returns its pointer."""
+        assert self.alloc is not None
+        try:
+            ptr = as_u32(self.alloc(caller, len(data)))
+        except StopActivation:
+            raise
+        except wasmtime.Trap as trap:
+            if trap.trap_code == wasmtime.TrapCode.INTERRUPT:
+                raise self.stop(timeout_error(f"the turn deadline passed in brain_alloc ({what})"))
+            raise self.stop(loop_error(f"brain_alloc trapped while allocating {what}: {trap}"))
+        if ptr == 0 and data:
+            raise self.stop(
+                loop_error(
+                    f"brain_alloc({len(data)}) returned 0 for {what}: the guest is out of "
+                    f"memory (memory is {view.size()} bytes, limit {self.memory_limit_bytes})"
+                )
+            )
+        try:
+            view.write(ptr, data, f"brain_alloc returned a buffer for {what}:")
+        except AgentloopError as exc:
+            raise self.stop(exc) from None
+        return ptr
+
+    def serve(self, caller: Any, ptr: int, length: int) -> int:
+        """One brain.call: read the request, ask the host, hand the result back."""
+        self.calls += 1
+        self.check_deadline(f"before host call #{self.calls}")
+        assert self.memory is not None
+        view = GuestMemory(self.memory, caller)
+        ptr, length = as_u32(ptr), as_u32(length)
+        try:
+            check_range(ptr, length, view.size(), "brain.call: request")
+        except AgentloopError as exc:
+            raise self.stop(exc) from None
+        if length > self.max_payload_bytes:
+            op = "?"
+            result = abi.error_result(
+                "payload_too_large",
+                f"the request is {length} bytes, over the {self.max_payload_bytes}-byte limit",
+            )
+        else:
+            op, result = self._answer(view.read(ptr, length, "brain.call: request"))
+        self.check_deadline(f"during host call #{self.calls} ({op})")
+        data = self._encode_result(op, result)
+        self.rearm()  # epochs counted the time spent in the host too
+        return abi.pack(self.write_buffer(view, caller, data, f"the result of {op}"), len(data))
+
+    def _answer(self, raw: bytes) -> tuple[str, dict[str, Any]]:
+        try:
+            request = abi.decode(raw)
+        except ValueError as exc:
+            return "?", abi.error_result(
+                "invalid_request", f"the request is not UTF-8 JSON ({exc}): {abi.preview(raw)}"
+            )
+        if not isinstance(request, dict):
+            return "?", abi.error_result("invalid_request", "the request must be a JSON object")
+        op = request.get("op")
+        if not isinstance(op, str) or not op:
+            return "?", abi.error_result("invalid_request", "the request has no string `op`")
+        try:
+            result = self.host_call(request)
+        except AgentloopError as exc:
+            raise self.stop(exc) from None  # the host chose to end the activation
+        except Exception:
+            log.exception("host call %s failed", op)
+            return op, abi.error_result("internal", f"the host failed to serve {op}")
+        if not isinstance(result, dict):
+            log.error("host call %s returned %s, not a dict", op, type(result).__name__)
+            return op, abi.error_result("internal", f"the host failed to serve {op}")
+        return op, result
+
+    def _encode_result(self, op: str, result: dict[str, Any]) -> bytes:
+        try:
+            data = abi.encode(result)
+        except (TypeError, ValueError):
+            log.exception("host call %s returned a result that is not JSON", op)
+            data = abi.encode(abi.error_result("internal", f"the host failed to serve {op}"))
+        if len(data) > self.max_payload_bytes:
+            data = abi.encode(
+                abi.error_result(
+                    "payload_too_large",
+                    f"the result of {op} is {len(data)} bytes, over the "
+                    f"{self.max_payload_bytes}-byte limit",
+                )
+            )
+        return data
+
+
+current: contextvars.ContextVar[Activation | None] = contextvars.ContextVar(
+    "brain_agentloop_activation", default=None
+)
+
+
+def brain_call(caller: wasmtime.Caller, ptr: int, length: int) -> int:
+    """The `brain.call` import, shared by every instance of one Engine."""
+    activation = current.get()
+    if activation is None:  # only reachable if a guest outlives its activate() call
+        raise StopActivation()
+    try:
+        return activation.serve(caller, ptr, length)
+    except StopActivation:
+        raise
+    except BaseException as exc:  # a host bug: end this activation, keep the process
+        activation.stop(exc)
+        raise StopActivation() from None

@@ -1,0 +1,193 @@
+"""Agentloop modules: identify them by content, compile each once, check the ABI up front.
+
+A module is known by the sha256 of its bytes, so a file replaced in place is noticed on the
+next activation and an unchanged file is never recompiled. Compiled modules live in memory per
+Engine; with a cache directory they are also stored serialized, so a new process deserializes
+in microseconds instead of compiling (and never compiles after a fork at all, Hazard 4).
+
+The cache directory must belong to Brain alone: `Module.deserialize` trusts its input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import wasmtime
+
+from brain.agentloop.errors import loop_error
+
+# What the ABI requires of a module (contract section 5), as (params, results).
+REQUIRED_FUNCS = {
+    "brain_alloc": (["i32"], ["i32"]),
+    "brain_activate": (["i32", "i32"], ["i64"]),
+}
+HOST_IMPORT = ("brain", "call", (["i32", "i32"], ["i64"]))
+HOST_IMPORT_TEXT = "brain.call (func (param i32 i32) (result i64))"
+
+
+def load_module_info(path: str | os.PathLike[str]) -> dict[str, str]:
+    """`{"path", "sha256"}` of an Agentloop module file, for the session's configuration."""
+    data = _read(path)
+    return {"path": os.path.abspath(path), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    sha256: str
+    module: wasmtime.Module
+    pre: wasmtime.InstancePre
+
+
+class ModuleCache:
+    """Compiled, ABI-checked, pre-linked modules of one Engine, by content hash."""
+
+    def __init__(self, engine: wasmtime.Engine, linker: wasmtime.Linker) -> None:
+        self._engine = engine
+        self._linker = linker
+        self._lock = threading.Lock()
+        self._by_sha: dict[str, CompiledModule] = {}
+        # (path, stat identity) -> sha256: skips rehashing a file nobody has touched. Any write
+        # changes ctime, so a changed file is always rehashed.
+        self._hashes: dict[tuple[str, tuple[int, ...]], str] = {}
+        self._stored: set[tuple[str, str]] = set()  # (sha256, cache_dir) known to be on disk
+
+    def get(self, path: str | os.PathLike[str], cache_dir: str | None = None) -> CompiledModule:
+        key, sha, data = self._identify(path)
+        with self._lock:
+            compiled = self._by_sha.get(sha)
+            if compiled is None:
+                if data is None:
+                    data = _read(path)
+                    sha = hashlib.sha256(data).hexdigest()
+                compiled = self._by_sha.get(sha) or self._compile(path, data, sha, cache_dir)
+                self._by_sha[sha] = compiled
+            self._hashes[key] = sha
+            if cache_dir is not None and (sha, cache_dir) not in self._stored:
+                # Compiled before this cache directory was asked for (or by another runtime).
+                if not _cache_path(cache_dir, sha).is_file():
+                    _store_serialized(compiled.module, cache_dir, sha)
+                self._stored.add((sha, cache_dir))
+        return compiled
+
+    def _identify(self, path: str | os.PathLike[str]) -> tuple[tuple, str, bytes | None]:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise loop_error(f"cannot read Agentloop module {os.fspath(path)}: {exc}") from None
+        key = (
+            os.fspath(path),
+            (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),
+        )
+        sha = self._hashes.get(key)
+        if sha is not None:
+            return key, sha, None
+        data = _read(path)
+        return key, hashlib.sha256(data).hexdigest(), data
+
+    def _compile(
+        self, path: str | os.PathLike[str], data: bytes, sha: str, cache_dir: str | None
+    ) -> CompiledModule:
+        module = _load_serialized(self._engine, cache_dir, sha)
+        if module is None:
+            try:
+                module = wasmtime.Module(self._engine, data)
+            except wasmtime.WasmtimeError as exc:
+                raise loop_error(
+                    f"{os.fspath(path)} is not a valid core Wasm module: {_first_line(exc)}"
+                ) from None
+            _store_serialized(module, cache_dir, sha)
+        check_abi(module, os.fspath(path))
+        try:
+            pre = self._linker.instantiate_pre(module)
+        except wasmtime.WasmtimeError as exc:
+            raise loop_error(f"{os.fspath(path)} cannot be linked: {_first_line(exc)}") from None
+        return CompiledModule(sha, module, pre)
+
+
+def check_abi(module: wasmtime.Module, name: str) -> None:
+    """Refuse a module that breaks the ABI, saying exactly what is missing or wrong."""
+    exports = {export.name: export.type for export in module.exports}
+    if not isinstance(exports.get("memory"), wasmtime.MemoryType):
+        raise loop_error(f"{name} does not export its linear memory as `memory`")
+    for func, signature in REQUIRED_FUNCS.items():
+        ty = exports.get(func)
+        if not isinstance(ty, wasmtime.FuncType):
+            raise loop_error(f"{name} does not export {func} {_signature_text(signature)}")
+        if _signature(ty) != signature:
+            raise loop_error(
+                f"{name} exports {func} as {_signature_text(_signature(ty))}, "
+                f"expected {_signature_text(signature)}"
+            )
+    for imp in module.imports:
+        want_module, want_name, want_sig = HOST_IMPORT
+        ty = imp.type
+        if (imp.module, imp.name) != (want_module, want_name):
+            raise loop_error(
+                f"{name} imports {imp.module}.{imp.name}, but Brain provides only "
+                f"{HOST_IMPORT_TEXT}"
+            )
+        if not isinstance(ty, wasmtime.FuncType) or _signature(ty) != want_sig:
+            raise loop_error(f"{name} imports brain.call with the wrong type; expected "
+                             f"{HOST_IMPORT_TEXT}")
+
+
+def _signature(ty: wasmtime.FuncType) -> tuple[list[str], list[str]]:
+    return [str(p) for p in ty.params], [str(r) for r in ty.results]
+
+
+def _signature_text(signature: tuple[list[str], list[str]]) -> str:
+    params, results = signature
+    return f"(func (param {' '.join(params)}) (result {' '.join(results)}))"
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _read(path: str | os.PathLike[str]) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise loop_error(f"cannot read Agentloop module {os.fspath(path)}: {exc}") from None
+
+
+def _cache_path(cache_dir: str, sha: str) -> Path:
+    # wasmtime refuses bytes from another version or configuration; that is a cache miss.
+    return Path(cache_dir) / f"{sha}-wasmtime.cwasm"
+
+
+def _load_serialized(
+    engine: wasmtime.Engine, cache_dir: str | None, sha: str
+) -> wasmtime.Module | None:
+    if cache_dir is None:
+        return None
+    path = _cache_path(cache_dir, sha)
+    if not path.is_file():
+        return None
+    try:
+        return wasmtime.Module.deserialize_file(engine, str(path))
+    except wasmtime.WasmtimeError:
+        return None  # another wasmtime or config: compile and overwrite
+
+
+def _store_serialized(module: wasmtime.Module, cache_dir: str | None, sha: str) -> None:
+    """Best effort: a cache that cannot be written only costs a compile next time."""
+    if cache_dir is None:
+        return
+    try:
+        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-", suffix=".cwasm")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(module.serialize())
+            os.replace(tmp, _cache_path(cache_dir, sha))
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        pass

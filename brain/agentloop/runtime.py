@@ -1,0 +1,186 @@
+"""`AgentloopRuntime.activate`: run one activation of an Agentloop module to its result.
+
+Each activation gets a fresh Store and Instance (nothing a guest keeps in globals or memory
+survives to the next one; state goes through kv and the transcript), a memory limit, and a
+deadline enforced two ways: epoch interruption stops a guest computing on its own, and every
+host call checks the overall deadline, because re-arming the epoch per host call alone never
+stops a guest that keeps calling the host (stack-notes Hazard 7).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import wasmtime
+
+from brain.agentloop import abi
+from brain.agentloop.engine import ProcessEngine, current_engine
+from brain.agentloop.errors import AgentloopError, loop_error, timeout_error
+from brain.agentloop.hostcall import Activation, HostCall, StopActivation, current
+from brain.agentloop.memory import GuestMemory, as_u32
+from brain.agentloop.modules import CompiledModule
+
+
+class AgentloopRuntime:
+    """Runs Agentloop activations in this process; safe to call from several threads.
+
+    Create it after the actor process forks (the Engine is made lazily anyway). `cache_dir`,
+    when given, keeps serialized compiled modules on disk; it must be a directory only Brain
+    writes to, because deserialized code is trusted.
+    """
+
+    def __init__(
+        self,
+        memory_limit_bytes: int = 256 << 20,
+        max_payload_bytes: int = 8 << 20,
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if memory_limit_bytes <= 0 or max_payload_bytes <= 0:
+            raise ValueError("memory_limit_bytes and max_payload_bytes must be positive")
+        self.memory_limit_bytes = memory_limit_bytes
+        self.max_payload_bytes = max_payload_bytes
+        self.cache_dir = os.fspath(cache_dir) if cache_dir is not None else None
+
+    def prepare(self, module_path: str | os.PathLike[str]) -> str:
+        """Compile and check a module ahead of its first activation; returns its sha256."""
+        return current_engine().modules.get(module_path, self.cache_dir).sha256
+
+    def activate(
+        self,
+        module_path: str | os.PathLike[str],
+        payload: dict[str, Any],
+        host_call: HostCall,
+        deadline: float | None,
+    ) -> dict[str, Any]:
+        """Run brain_activate(payload) and return the loop's result.
+
+        `host_call(request) -> result` serves each brain.call on this thread. If it raises
+        AgentloopError the activation ends with that error; any other exception becomes an
+        `internal` error result for the guest. `deadline` is a time.monotonic() value or None.
+        Returns `{"status": "completed", "output"}` or `{"status": "failed", "error": {code,
+        message}}`; raises AgentloopError otherwise.
+        """
+        process = current_engine()
+        compiled = process.modules.get(module_path, self.cache_dir)
+        data = abi.encode(payload)
+        if len(data) > self.max_payload_bytes:
+            raise loop_error(
+                f"the activation payload is {len(data)} bytes, over the "
+                f"{self.max_payload_bytes}-byte limit"
+            )
+        if deadline is not None and time.monotonic() >= deadline:
+            raise timeout_error("the turn deadline passed before the Agentloop started")
+
+        store = wasmtime.Store(process.engine)
+        store.set_limits(memory_size=self.memory_limit_bytes)
+        activation = Activation(
+            host_call=host_call,
+            store=store,
+            max_payload_bytes=self.max_payload_bytes,
+            memory_limit_bytes=self.memory_limit_bytes,
+            deadline=deadline,
+            rearm=lambda: store.set_epoch_deadline(process.deadline_ticks(deadline)),
+        )
+        activation.rearm()
+        token = current.set(activation)
+        try:
+            ptr, length = self._run(process, compiled, activation, data)
+        finally:
+            current.reset(token)
+        return self._result(activation, ptr, length, os.fspath(module_path))
+
+    def _run(
+        self,
+        process: ProcessEngine,
+        compiled: CompiledModule,
+        activation: Activation,
+        data: bytes,
+    ) -> tuple[int, int]:
+        store = activation.store
+        try:
+            instance = compiled.pre.instantiate(store)
+            exports = instance.exports(store)
+            memory = exports["memory"]
+            activation.memory = memory  # type: ignore[assignment]
+            activation.alloc = exports["brain_alloc"]  # type: ignore[assignment]
+            entry = exports["brain_activate"]
+            view = GuestMemory(memory, store)  # type: ignore[arg-type]
+            ptr = activation.write_buffer(view, store, data, "the activation payload")
+            packed = entry(store, ptr, len(data))  # type: ignore[operator]
+        except BaseException as exc:
+            raise self._failure(activation, exc) from None
+        return abi.unpack(packed)
+
+    def _failure(self, activation: Activation, exc: BaseException) -> BaseException:
+        """The error to raise for an activation that did not return."""
+        if activation.failure is not None:
+            return activation.failure
+        if isinstance(exc, wasmtime.Trap):
+            if exc.trap_code == wasmtime.TrapCode.INTERRUPT:
+                return timeout_error("the Agentloop was stopped at the turn deadline")
+            return loop_error(f"the Agentloop trapped: {exc.message}{self._hint(activation)}")
+        if isinstance(exc, wasmtime.WasmtimeError):
+            return loop_error(f"the Agentloop could not run: {exc}{self._hint(activation)}")
+        if isinstance(exc, StopActivation):  # another thread's callback exception, see hostcall
+            return loop_error("the Agentloop was stopped by a host call")
+        return exc
+
+    def _hint(self, activation: Activation) -> str:
+        """Guest memory use, so a trap caused by the memory limit is recognisable."""
+        if activation.memory is None:
+            return ""
+        size = activation.memory.data_len(activation.store)
+        hint = f" (guest memory {size} of its limit of {self.memory_limit_bytes} bytes"
+        if size > self.memory_limit_bytes * 3 // 4:
+            hint += ": near the limit, where memory.grow fails"
+        return hint + ")"
+
+    def _result(
+        self, activation: Activation, ptr: int, length: int, name: str
+    ) -> dict[str, Any]:
+        if length > self.max_payload_bytes:
+            raise loop_error(
+                f"brain_activate returned {length} bytes, over the "
+                f"{self.max_payload_bytes}-byte payload limit"
+            )
+        assert activation.memory is not None
+        view = GuestMemory(activation.memory, activation.store)
+        raw = view.read(as_u32(ptr), length, "brain_activate: result")
+        try:
+            result = abi.decode(raw)
+        except ValueError as exc:
+            raise loop_error(
+                f"brain_activate returned output that is not UTF-8 JSON ({exc}): "
+                f"{abi.preview(raw)}"
+            ) from None
+        return check_result(result)
+
+
+def check_result(result: Any) -> dict[str, Any]:
+    """The activation result, reduced to the contract's two shapes."""
+    if not isinstance(result, dict):
+        raise loop_error(f"brain_activate must return a JSON object, got {type(result).__name__}")
+    status = result.get("status")
+    if status == "completed":
+        if "output" not in result:
+            raise loop_error('brain_activate returned status "completed" without `output`')
+        return {"status": "completed", "output": result["output"]}
+    if status == "failed":
+        error = result.get("error")
+        if (
+            not isinstance(error, dict)
+            or not isinstance(error.get("code"), str)
+            or not isinstance(error.get("message"), str)
+        ):
+            raise loop_error(
+                'brain_activate returned status "failed" without error {code, message} strings'
+            )
+        return {"status": "failed", "error": {"code": error["code"], "message": error["message"]}}
+    raise loop_error(
+        f'brain_activate returned status {status!r}; expected "completed" or "failed"'
+    )
+
+
+__all__ = ["AgentloopRuntime", "AgentloopError", "check_result"]

@@ -1,0 +1,196 @@
+"""The checkpoint: a disposable, checksummed cache of the projection through one sequence.
+
+Layout of `sessions/{id}/checkpoint` (little endian)::
+
+    magic "BRAINCKP" (8) | version u16 | reserved u16 | meta_len u32 | body_len u32
+    | meta_crc u32 | body_crc u32 | header_crc u32          (32-byte header)
+    meta (CBOR)   {fold_version, seq, segment, offset, crc, at, transcript_length, index}
+    body (CBOR)   the Projection as plain data
+
+`seq`/`segment`/`offset`/`crc` name the frame of the last folded record: its segment, byte
+offset and payload CRC. A checkpoint is used only if that exact frame is still there, so a
+journal that was truncated, replaced or rewritten makes it stale. `index` holds seek points
+`[seq, segment, offset, transcript_length_before]` so event pages start near their cursor
+without reading the whole journal. Meta and body have separate checksums so a page read can
+use the index without decoding the (possibly large) projection.
+
+The file is replaced atomically (temp file, fsync, rename, directory fsync). Nothing here is
+ever trusted over the journal: any doubt means "rebuild".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import cbor2
+
+from brain.journal.frames import FRAME_HEADER_SIZE, crc32c
+from brain.journal.projection import FOLD_VERSION, Projection
+from brain.journal.segments import Cursor, fsync_dir, read_frame_header, segment_name
+
+log = logging.getLogger("brain.journal")
+
+CHECKPOINT_MAGIC = b"BRAINCKP"
+CHECKPOINT_VERSION = 1
+_HEADER = struct.Struct("<8sHHIIIII")
+HEADER_SIZE = _HEADER.size  # 32
+INDEX_STRIDE = 256
+
+
+@dataclass(frozen=True)
+class SeekPoint:
+    """A frame boundary where reading may begin, with the transcript length before it."""
+
+    seq: int
+    segment: int
+    offset: int
+    transcript_length: int
+
+    @property
+    def cursor(self) -> Cursor:
+        return Cursor(self.segment, self.offset, self.seq)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    seq: int
+    segment: int
+    offset: int
+    crc: int
+    at: int
+    transcript_length: int
+    index: tuple[SeekPoint, ...]
+    projection: Projection | None  # None when loaded without the body
+
+    def resume_point(self, frame_length: int) -> SeekPoint:
+        end = self.offset + FRAME_HEADER_SIZE + frame_length
+        return SeekPoint(self.seq + 1, self.segment, end, self.transcript_length)
+
+
+def encode_checkpoint(cp: Checkpoint, projection: Projection) -> bytes:
+    meta = cbor2.dumps({
+        "fold_version": FOLD_VERSION, "seq": cp.seq, "segment": cp.segment,
+        "offset": cp.offset, "crc": cp.crc, "at": cp.at, "transcript_length": cp.transcript_length,
+        "index": [[p.seq, p.segment, p.offset, p.transcript_length] for p in cp.index],
+    })  # fmt: skip
+    body = cbor2.dumps(projection.to_dict())
+    head = _HEADER.pack(
+        CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 0, len(meta), len(body), crc32c(meta), crc32c(body), 0
+    )[:-4]
+    return head + struct.pack("<I", crc32c(head)) + meta + body
+
+
+def write_checkpoint(path: Path, cp: Checkpoint, projection: Projection) -> None:
+    """Replace the checkpoint atomically; a crash leaves the old one or the new one."""
+    data = encode_checkpoint(cp, projection)
+    temp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+    fsync_dir(path.parent)
+
+
+def load_checkpoint(path: Path, *, with_projection: bool = True) -> tuple[Checkpoint | None, str]:
+    """`(checkpoint, "")`, or `(None, why not)` when it is missing or damaged."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    if len(data) < HEADER_SIZE:
+        return None, "damaged (short header)"
+    magic, version, _r, meta_len, body_len, meta_crc, body_crc, head_crc = _HEADER.unpack_from(data)
+    if crc32c(data[: HEADER_SIZE - 4]) != head_crc or magic != CHECKPOINT_MAGIC:
+        return None, "damaged (header checksum)"
+    if version != CHECKPOINT_VERSION:
+        return None, f"stale (checkpoint version {version})"
+    if len(data) != HEADER_SIZE + meta_len + body_len:
+        return None, "damaged (length)"
+    meta_bytes = data[HEADER_SIZE : HEADER_SIZE + meta_len]
+    if crc32c(meta_bytes) != meta_crc:
+        return None, "damaged (meta checksum)"
+    try:
+        meta = cbor2.loads(meta_bytes)
+        if meta["fold_version"] != FOLD_VERSION:
+            return None, f"stale (fold version {meta['fold_version']})"
+        index = tuple(SeekPoint(*map(int, point)) for point in meta["index"])
+        projection = None
+        body = data[HEADER_SIZE + meta_len :]
+        if crc32c(body) != body_crc:
+            return None, "damaged (body checksum)"
+        if with_projection:
+            projection = Projection.from_dict(cbor2.loads(body))
+            if projection.last_seq != meta["seq"]:
+                return None, "damaged (projection does not match its sequence)"
+        cp = Checkpoint(
+            int(meta["seq"]),
+            int(meta["segment"]),
+            int(meta["offset"]),
+            int(meta["crc"]),
+            int(meta["at"]),
+            int(meta["transcript_length"]),
+            index,
+            projection,
+        )
+    except Exception as exc:  # a checksummed but unreadable body: treat as damaged
+        return None, f"damaged ({type(exc).__name__})"
+    return cp, ""
+
+
+def resume_cursor(journal_dir: Path, cp: Checkpoint) -> tuple[SeekPoint | None, str]:
+    """Where reading continues after the checkpoint, or `(None, why)` when it is stale:
+    the frame it names must still be there, whole, with the same sequence and checksum, and
+    end a batch."""
+    header = read_frame_header(journal_dir / segment_name(cp.segment), cp.offset)
+    if header is None:
+        return None, "stale (its last frame is not in the journal)"
+    if header.seq != cp.seq or header.payload_crc != cp.crc or not header.end_of_batch:
+        return None, "stale (journal position does not match)"
+    return cp.resume_point(header.length), ""
+
+
+def load_valid_checkpoint(
+    journal_dir: Path, path: Path, *, with_projection: bool = True
+) -> tuple[Checkpoint | None, SeekPoint | None, str]:
+    """The checkpoint and its resume point if it may be used, else `(None, None, why)`."""
+    cp, why = load_checkpoint(path, with_projection=with_projection)
+    if cp is None:
+        return None, None, why
+    point, why = resume_cursor(journal_dir, cp)
+    if point is None:
+        return None, None, why
+    return cp, point, ""
+
+
+def seek_point(index: tuple[SeekPoint, ...] | list[SeekPoint], seq: int) -> SeekPoint | None:
+    """The last seek point at or before `seq`."""
+    best = None
+    lo, hi = 0, len(index)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if index[mid].seq <= seq:
+            best = index[mid]
+            lo = mid + 1
+        else:
+            hi = mid
+    return best
+
+
+def wants_seek_point(seq: int, offset: int, segment_header_size: int) -> bool:
+    return (seq - 1) % INDEX_STRIDE == 0 or offset == segment_header_size
+
+
+def index_from_plain(points: Any) -> tuple[SeekPoint, ...]:
+    return tuple(SeekPoint(*p) for p in points)

@@ -1,0 +1,84 @@
+"""Public Events: which records are public, and the envelope the HTTP API shows for them.
+
+Public kinds are exactly the starred records of contract.md section 3, plus extension Events
+(public under their own `name`) and `transcript_changed` when it replaces existing items (shown
+as `transcript_replaced`). Pure appends and kv records stay private. An Event keeps its
+record's journal sequence.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+PUBLIC_RECORDS = frozenset({
+    "session_created", "session_failed", "session_ending", "session_ended",
+    "turn_started", "turn_ended", "turn_failed", "cancel_requested",
+    "activation_started", "activation_ended", "activation_failed",
+    "model_call_started", "model_call_ended", "model_call_failed",
+    "tool_call_started", "tool_call_ended", "tool_call_failed",
+    "environment_op_started", "environment_op_ended", "environment_op_failed",
+})  # fmt: skip
+PRIVATE_RECORDS = frozenset({"transcript_changed", "kv_put", "kv_delete", "extension_event"})
+RECORD_NAMES = PUBLIC_RECORDS | PRIVATE_RECORDS
+_ENVELOPE = ("seq", "kind", "at")
+
+
+def rfc3339_ms(ms: int) -> str:
+    """Integer epoch milliseconds as RFC 3339 UTC with milliseconds: 2026-12-02T13:04:19.123Z."""
+    seconds, millis = divmod(ms, 1000)
+    stamp = datetime.fromtimestamp(seconds, UTC)
+    return f"{stamp:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
+
+
+def transcript_length_after(record: dict[str, Any], length_before: int) -> int:
+    """The saved transcript length once `record` is folded (only deltas change it)."""
+    if record["kind"] == "transcript_changed":
+        return record["length"]
+    return length_before
+
+
+def is_public(record: dict[str, Any], transcript_length_before: int) -> bool:
+    kind = record["kind"]
+    if kind in PUBLIC_RECORDS or kind == "extension_event":
+        return True
+    return kind == "transcript_changed" and record["start"] < transcript_length_before
+
+
+def to_event(record: dict[str, Any], transcript_length_before: int) -> dict[str, Any] | None:
+    """The Event `{sequence, kind, at, data, origin?}` for a record, or None when private.
+
+    `transcript_length_before` is the saved transcript length just before this record: it
+    decides whether a `transcript_changed` record replaces items (public) or only appends.
+    """
+    kind = record["kind"]
+    if kind in PUBLIC_RECORDS:
+        data = {k: v for k, v in record.items() if k not in _ENVELOPE}
+        return {
+            "sequence": record["seq"],
+            "kind": kind,
+            "at": rfc3339_ms(record["at"]),
+            "data": data,
+        }
+    if kind == "extension_event":
+        event = {
+            "sequence": record["seq"],
+            "kind": record["name"],
+            "at": rfc3339_ms(record["at"]),
+            "data": record.get("data"),
+        }
+        if record.get("origin") is not None:
+            event["origin"] = record["origin"]
+        return event
+    if kind == "transcript_changed" and record["start"] < transcript_length_before:
+        return {
+            "sequence": record["seq"],
+            "kind": "transcript_replaced",
+            "at": rfc3339_ms(record["at"]),
+            "data": {
+                "start": record["start"],
+                "items": record["items"],
+                "length": record["length"],
+            },
+        }
+    return None

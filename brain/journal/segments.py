@@ -1,0 +1,337 @@
+"""The segment store: naming, creation, and the one scanner every open, read and verify uses.
+
+The scanner is where the recovery rules live (sessions.md, "Reading history without
+execution"; contract.md section 2). It reads frames in order and yields only frames of
+*complete* batches. It raises `CorruptJournal` for what may never be repaired: a complete frame
+whose checksum fails, an incomplete frame or unfinished batch at the end of a segment that is
+not the last, a sequence gap, a bad segment header. Where the last segment merely stops early (a
+torn write), it stops and reports the offset of the batch that tore; only `JournalWriter.open`
+acts on that report, by truncating.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from brain.journal.errors import CorruptJournal, JournalError, JournalNotFound
+from brain.journal.frames import (
+    FRAME_HEADER_SIZE,
+    SEGMENT_HEADER_SIZE,
+    FrameHeader,
+    crc32c,
+    decode_frame_header,
+    decode_record,
+    decode_segment_header,
+    encode_segment_header,
+)
+
+SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
+TEMP_SUFFIX = ".tmp"
+READ_CHUNK = 1 << 20
+SECTOR = 512
+MIN_ZERO_RUN = 16
+
+
+def segment_name(first_seq: int) -> str:
+    return f"{first_seq:020d}.seg"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    first_seq: int
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A frame boundary: byte `offset` in segment `segment` (its first_seq), where `seq` starts."""
+
+    segment: int
+    offset: int
+    seq: int
+
+
+@dataclass(slots=True)
+class Frame:
+    segment: int
+    offset: int
+    header: FrameHeader
+    payload: bytes
+    record: dict[str, Any] | None = None
+
+    @property
+    def seq(self) -> int:
+        return self.header.seq
+
+    @property
+    def size(self) -> int:
+        return FRAME_HEADER_SIZE + len(self.payload)
+
+    @property
+    def end(self) -> int:
+        return self.offset + FRAME_HEADER_SIZE + len(self.payload)
+
+
+@dataclass(frozen=True, slots=True)
+class Torn:
+    """An unfinished write at the end of the last segment: truncate `path` to `offset`."""
+
+    path: Path
+    offset: int
+    seq: int
+    reason: str
+    size: int
+
+
+def list_segments(journal_dir: Path) -> list[Segment]:
+    """Segments in sequence order; other files (temporaries, strangers) are ignored."""
+    try:
+        names = os.listdir(journal_dir)
+    except FileNotFoundError:
+        raise JournalNotFound(f"no journal at {journal_dir}") from None
+    except NotADirectoryError:
+        raise JournalNotFound(f"{journal_dir} is not a journal directory") from None
+    found = []
+    for name in names:
+        match = SEGMENT_NAME.match(name)
+        if match:
+            found.append(Segment(int(match.group(1)), journal_dir / name))
+    found.sort(key=lambda s: s.first_seq)
+    return found
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def create_segment(journal_dir: Path, first_seq: int) -> Path:
+    """Create a segment holding only its header, atomically: after a crash the file either does
+    not exist or has a complete header. The directory is fsync'd so the name is durable."""
+    final = journal_dir / segment_name(first_seq)
+    if final.exists():
+        raise JournalError(f"{final} already exists")
+    temp = final.with_name(final.name + TEMP_SUFFIX)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        header = encode_segment_header(first_seq)
+        if os.write(fd, header) != len(header):
+            raise JournalError(f"short write creating {temp}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, final)
+    fsync_dir(journal_dir)
+    return final
+
+
+def read_frame_header(path: Path, offset: int) -> FrameHeader | None:
+    """The valid frame header at `offset` of `path`, or None (missing file, short, bad crc)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.pread(fd, FRAME_HEADER_SIZE, offset)
+    finally:
+        os.close(fd)
+    if len(data) < FRAME_HEADER_SIZE:
+        return None
+    return decode_frame_header(data)
+
+
+def _zero_run_start(fd: int, pos: int, size: int) -> int:
+    """The smallest offset z >= pos such that every byte in [z, size) is zero."""
+    end = size
+    while end > pos:
+        start = max(pos, end - READ_CHUNK)
+        chunk = os.pread(fd, end - start, start)
+        stripped = chunk.rstrip(b"\0")
+        if stripped:
+            return start + len(stripped)
+        end = start
+    return pos
+
+
+def _zeroed_from_sector(fd: int, pos: int, limit: int, size: int, min_run: int) -> bool:
+    """Whether, from some sector boundary b with pos <= b < limit, the file reads as zeros to
+    its end (at least `min_run` bytes unless b == pos). That is the mark a crash leaves when a
+    file's size reached the disk before all of its data did: whole sectors of zeros at the end.
+    """
+    zero_from = _zero_run_start(fd, pos, size)
+    if zero_from <= pos:
+        return True
+    boundary = -(-zero_from // SECTOR) * SECTOR
+    return boundary < limit and size - boundary >= min_run
+
+
+class JournalScan:
+    """Iterate the frames of complete batches from `start` (or the first segment) to the end.
+
+    After iteration: `last_seq`, `end` (cursor after the last complete batch), `torn` (a
+    `Torn` when the last segment ends in an unfinished write, else None), and counters.
+    `decode=True` also decodes each payload into `frame.record` (checked against its header).
+    The scanner never writes: it is safe beside a writer in another process, because bytes
+    of a batch the writer has not finished are, to it, simply not there yet.
+    """
+
+    def __init__(
+        self,
+        journal_dir: Path,
+        start: Cursor | None = None,
+        *,
+        decode: bool = True,
+        segments: list[Segment] | None = None,
+    ) -> None:
+        self.journal_dir = Path(journal_dir)
+        self.start = start
+        self.decode = decode
+        self.segments = list_segments(self.journal_dir) if segments is None else segments
+        self.last_seq = start.seq - 1 if start else 0
+        self.end: Cursor | None = start
+        self.torn: Torn | None = None
+        self.frames = 0
+        self.batches = 0
+        self.bytes = 0
+        self.segments_read: list[Segment] = []
+        self.final_size: int | None = None
+
+    def __iter__(self) -> Iterator[Frame]:
+        segments = self.segments
+        start = self.start
+        if start is not None:
+            segments = [s for s in segments if s.first_seq >= start.segment]
+            if not segments or segments[0].first_seq != start.segment:
+                raise JournalError(f"segment {segment_name(start.segment)} is gone")
+        expected = start.seq if start else 1
+        for index, segment in enumerate(segments):
+            final = index == len(segments) - 1
+            offset = start.offset if (start and index == 0) else None
+            yield from self._segment(segment, offset, expected, final)
+            expected = self.last_seq + 1
+
+    def _segment(
+        self, segment: Segment, offset: int | None, expected: int, final: bool
+    ) -> Iterator[Frame]:
+        path = segment.path
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            if final:
+                self.final_size = size
+            self.segments_read.append(segment)
+            first_seq, reason = decode_segment_header(os.pread(fd, SEGMENT_HEADER_SIZE, 0))
+            if reason is not None:
+                raise CorruptJournal(path, 0, expected, reason)
+            if first_seq != segment.first_seq:
+                raise CorruptJournal(
+                    path, 0, expected, f"segment header says it starts at {first_seq}"
+                )
+            if offset is None:
+                if first_seq != expected:
+                    raise CorruptJournal(
+                        path,
+                        0,
+                        expected,
+                        f"sequence gap: segment starts at {first_seq}, expected {expected}",
+                    )
+                offset = SEGMENT_HEADER_SIZE
+            yield from self._frames(fd, path, segment.first_seq, size, offset, expected, final)
+        finally:
+            os.close(fd)
+
+    def _frames(
+        self, fd: int, path: Path, segment: int, size: int, pos: int, expected: int, final: bool
+    ) -> Iterator[Frame]:
+        buf = b""
+        buf_at = pos
+        batch: list[Frame] = []
+        batch_start = pos
+        decode = self.decode
+        hsize = FRAME_HEADER_SIZE
+        problem = None
+        while True:
+            if pos == size:
+                break
+            if size - pos < hsize:
+                problem = ("incomplete", f"incomplete frame header ({size - pos} bytes)")
+                break
+            rel = pos - buf_at
+            if rel + hsize > len(buf):
+                buf = os.pread(fd, max(READ_CHUNK, hsize), pos)
+                buf_at, rel = pos, 0
+                if len(buf) < hsize:  # the file shrank under us: a concurrent truncation
+                    problem = ("incomplete", "file shrank while reading")
+                    break
+            header = decode_frame_header(buf, rel)
+            if header is None:
+                if _zeroed_from_sector(fd, pos, pos + hsize, size, 1):
+                    problem = ("incomplete", "zero-filled tail")
+                else:
+                    problem = ("corrupt", "frame header checksum mismatch")
+                break
+            if header.seq != expected:
+                problem = ("corrupt", f"sequence gap: expected {expected}, found {header.seq}")
+                break
+            end = pos + hsize + header.length
+            if end > size:
+                problem = (
+                    "incomplete",
+                    f"incomplete frame ({header.length}-byte payload, "
+                    f"{size - pos - hsize} present)",
+                )
+                break
+            if end - buf_at > len(buf):
+                buf = os.pread(fd, max(READ_CHUNK, end - pos), pos)
+                buf_at, rel = pos, 0
+                if len(buf) < end - pos:
+                    problem = ("incomplete", "file shrank while reading")
+                    break
+            payload = buf[rel + hsize : rel + hsize + header.length]
+            if crc32c(payload) != header.payload_crc:
+                if _zeroed_from_sector(fd, pos, end, size, MIN_ZERO_RUN):
+                    problem = ("incomplete", "torn frame (zeroed sector)")
+                else:
+                    problem = ("corrupt", "payload checksum mismatch")
+                break
+            frame = Frame(segment, pos, header, payload)
+            if decode:
+                record = decode_record(payload)
+                if record is None or record["seq"] != header.seq:
+                    problem = ("corrupt", "checksummed payload is not a valid record")
+                    break
+                frame.record = record
+            batch.append(frame)
+            pos = end
+            expected += 1
+            if header.end_of_batch:
+                self.frames += len(batch)
+                self.batches += 1
+                self.bytes += pos - batch_start
+                self.last_seq = expected - 1
+                self.end = Cursor(segment, pos, expected)
+                yield from batch
+                batch = []
+                batch_start = pos
+        if problem is None and batch:
+            problem = ("incomplete", "segment ends inside a batch")
+        if self.end is None or self.end.segment != segment:
+            self.end = Cursor(segment, batch_start, self.last_seq + 1)
+        if problem is None:
+            return
+        kind, reason = problem
+        if kind == "corrupt":
+            raise CorruptJournal(path, pos, expected, reason)
+        if not final:
+            raise CorruptJournal(
+                path, pos, expected, f"{reason} at the end of a segment that is not the last"
+            )
+        self.torn = Torn(path, batch_start, self.last_seq + 1, reason, size)

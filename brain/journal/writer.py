@@ -1,0 +1,377 @@
+"""The journal writer: the only code that appends, rolls segments or truncates a torn tail.
+
+One writer per journal (an exclusive `flock` on the journal directory enforces it). `append`
+turns a list of records into one batch: one `write` and one `fdatasync`, the last frame flagged
+as the end of the batch, so a batch is either wholly committed or, after a crash, wholly
+dropped. A failed write or fdatasync poisons the writer (see `WriterBroken`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from brain.journal.checkpoint import (
+    Checkpoint,
+    SeekPoint,
+    load_valid_checkpoint,
+    wants_seek_point,
+    write_checkpoint,
+)
+from brain.journal.errors import InvalidRecord, JournalError, JournalLocked, WriterBroken
+from brain.journal.frames import (
+    FRAME_HEADER_SIZE,
+    SEGMENT_HEADER_SIZE,
+    encode_frame,
+    encode_record,
+)
+from brain.journal.projection import Projection, ProjectionBuilder
+from brain.journal.segments import (
+    TEMP_SUFFIX,
+    JournalScan,
+    create_segment,
+    fsync_dir,
+    list_segments,
+    segment_name,
+)
+
+log = logging.getLogger("brain.journal")
+
+DEFAULT_SEGMENT_BYTES = 64 << 20
+CHECKPOINT_NAME = "checkpoint"
+_DEFAULT = object()
+_RESERVED = ("seq", "kind", "at")
+_live_writers: weakref.WeakSet[JournalWriter] = weakref.WeakSet()
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class JournalWriter:
+    """Appends batches of records to one journal directory. Create it with `open`."""
+
+    def __init__(self) -> None:  # use JournalWriter.open
+        self.journal_dir: Path
+        self.segment_bytes: int
+        self.last_seq = 0
+        self._fd: int | None = None
+        self._lock_fd: int | None = None
+        self._segment = 0
+        self._size = 0
+        self._last_at = 0
+        self._last_frame: tuple[int, int, int] | None = None  # segment, offset, payload crc
+        self._transcript_length = 0
+        self._index: list[SeekPoint] = []
+        self._broken: BaseException | None = None
+        self._clock: Callable[[], int] = _now_ms
+        self._checkpoint_path: Path | None = None
+
+    # --- open and recovery ---------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        journal_dir: str | os.PathLike[str],
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        *,
+        checkpoint_path: Any = _DEFAULT,
+        clock: Callable[[], int] | None = None,
+    ) -> JournalWriter:
+        """Open (creating if missing) a journal, recover it, and return its writer.
+
+        Recovery: a torn write at the end of the last segment is truncated (and logged);
+        anything else wrong raises `CorruptJournal`. `checkpoint_path` (default: `checkpoint`
+        beside the journal directory, None for none) is used to skip re-reading committed
+        history, and rebuilt from the journal when it is missing, damaged or stale.
+        """
+        if segment_bytes < SEGMENT_HEADER_SIZE + FRAME_HEADER_SIZE:
+            raise ValueError("segment_bytes is too small")
+        self = cls()
+        self.journal_dir = Path(journal_dir)
+        self.segment_bytes = segment_bytes
+        self._clock = clock or _now_ms
+        if checkpoint_path is _DEFAULT:
+            checkpoint_path = self.journal_dir.parent / CHECKPOINT_NAME
+        self._checkpoint_path = Path(checkpoint_path) if checkpoint_path is not None else None
+        _make_dir(self.journal_dir)
+        self._lock()
+        try:
+            self._recover()
+        except BaseException:
+            self.close()
+            raise
+        _live_writers.add(self)
+        return self
+
+    def _lock(self) -> None:
+        fd = os.open(self.journal_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise JournalLocked(f"{self.journal_dir} is open in another writer") from None
+        self._lock_fd = fd
+
+    def _recover(self) -> None:
+        for name in os.listdir(self.journal_dir):
+            if name.endswith(".seg" + TEMP_SUFFIX):  # a segment whose creation never finished
+                log.warning("journal %s: removing unfinished segment %s", self.journal_dir, name)
+                os.unlink(self.journal_dir / name)
+        segments = list_segments(self.journal_dir)
+        start = None
+        rebuild: ProjectionBuilder | None = None
+        if self._checkpoint_path is not None and segments:
+            cp, start, why = load_valid_checkpoint(
+                self.journal_dir, self._checkpoint_path, with_projection=False
+            )
+            if cp is not None and start is not None:
+                self._index = [p for p in cp.index if p.seq < start.seq]
+                self._transcript_length = start.transcript_length
+                self._last_frame = (cp.segment, cp.offset, cp.crc)
+                self._last_at = cp.at
+            else:
+                log.info(
+                    "journal %s: checkpoint %s; rebuilding it from the journal",
+                    self.journal_dir,
+                    why,
+                )
+                rebuild = ProjectionBuilder()
+        scan = JournalScan(self.journal_dir, start.cursor if start else None, segments=segments)
+        length = self._transcript_length
+        for frame in scan:
+            record = frame.record
+            if wants_seek_point(frame.seq, frame.offset, SEGMENT_HEADER_SIZE):
+                self._index.append(SeekPoint(frame.seq, frame.segment, frame.offset, length))
+            if record["kind"] == "transcript_changed":
+                length = record["length"]
+            if rebuild is not None:
+                rebuild.apply(record)
+            self._last_frame = (frame.segment, frame.offset, frame.header.payload_crc)
+            self._last_at = record["at"]
+        self._transcript_length = length
+        self.last_seq = scan.last_seq
+        if scan.torn is not None:
+            torn = scan.torn
+            log.warning(
+                "journal %s: truncating torn write at %s offset %d (sequence %d, %s; "
+                "%d bytes dropped)",
+                self.journal_dir,
+                torn.path.name,
+                torn.offset,
+                torn.seq,
+                torn.reason,
+                torn.size - torn.offset,
+            )
+            fd = os.open(torn.path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.ftruncate(fd, torn.offset)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if not segments:
+            create_segment(self.journal_dir, 1)
+            segments = list_segments(self.journal_dir)
+        final = segments[-1]
+        self._open_segment(final.first_seq, final.path)
+        if (
+            scan.end is not None
+            and scan.end.segment == final.first_seq
+            and scan.end.offset != self._size
+        ):
+            raise JournalError(
+                f"{final.path}: size {self._size} after recovery, expected {scan.end.offset}"
+            )
+        if rebuild is not None and self.last_seq > 0:
+            self.write_checkpoint(rebuild.build())
+
+    def _open_segment(self, first_seq: int, path: Path) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = fd
+        self._segment = first_seq
+        self._size = os.fstat(fd).st_size
+
+    # --- appending -----------------------------------------------------------------------------
+
+    def append(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Commit `records` as one batch; return them as committed (with `seq` and `at`).
+
+        Durable when this returns: one write and one fdatasync. Either every record of the
+        batch survives a crash or none does.
+        """
+        if self._broken is not None:
+            raise WriterBroken(f"{self.journal_dir}: an earlier write failed; reopen the journal")
+        if self._fd is None:
+            raise JournalError(f"{self.journal_dir}: the writer is closed")
+        if not records:
+            return []
+        at = max(self._clock(), self._last_at)
+        seq = self.last_seq
+        length = self._transcript_length
+        committed: list[dict[str, Any]] = []
+        frames: list[bytes] = []
+        lengths_before: list[int] = []
+        last = len(records) - 1
+        for i, fields in enumerate(records):
+            kind = fields.get("kind") if isinstance(fields, dict) else None
+            if not isinstance(kind, str) or not kind:
+                raise InvalidRecord("every record needs a non-empty string kind")
+            seq += 1
+            record = {"seq": seq, "kind": kind, "at": at}
+            for key, value in fields.items():
+                if key not in _RESERVED:
+                    record[key] = value
+            lengths_before.append(length)
+            if kind == "transcript_changed":
+                length = _check_delta(record, length)
+            frames.append(encode_frame(seq, encode_record(record), i == last))
+            committed.append(record)
+        data = b"".join(frames)
+        if self._size > SEGMENT_HEADER_SIZE and self._size + len(data) > self.segment_bytes:
+            self._roll(self.last_seq + 1)
+        offset = self._size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            self._broken = exc
+            raise WriterBroken(
+                f"{self.journal_dir}: write failed ({exc}); the journal must be reopened"
+            ) from exc
+        for frame, record, before in zip(frames, committed, lengths_before, strict=True):
+            if wants_seek_point(record["seq"], offset, SEGMENT_HEADER_SIZE):
+                self._index.append(SeekPoint(record["seq"], self._segment, offset, before))
+            last_offset = offset
+            offset += len(frame)
+        self._last_frame = (self._segment, last_offset, _payload_crc(frames[-1]))
+        self._size = offset
+        self.last_seq = seq
+        self._last_at = at
+        self._transcript_length = length
+        return committed
+
+    def _roll(self, first_seq: int) -> None:
+        try:
+            path = create_segment(self.journal_dir, first_seq)
+            self._open_segment(first_seq, path)
+        except OSError as exc:
+            self._broken = exc
+            raise WriterBroken(
+                f"{self.journal_dir}: could not start segment {segment_name(first_seq)}: {exc}"
+            ) from exc
+
+    # --- checkpoint ----------------------------------------------------------------------------
+
+    def write_checkpoint(self, projection: Projection) -> None:
+        """Save `projection` (which must be folded through `last_seq`) as the checkpoint.
+
+        Call it after a turn, not per commit: it is a whole-file rewrite with two fsyncs. It
+        is a cache; losing it costs only a replay.
+        """
+        if self._checkpoint_path is None or self.last_seq == 0:
+            return
+        if projection.last_seq != self.last_seq:
+            raise JournalError(
+                f"projection is at {projection.last_seq}, the journal at {self.last_seq}"
+            )
+        if len(projection.transcript) != self._transcript_length:
+            raise JournalError("projection transcript disagrees with the journal")
+        assert self._last_frame is not None
+        segment, offset, crc = self._last_frame
+        cp = Checkpoint(
+            self.last_seq,
+            segment,
+            offset,
+            crc,
+            self._last_at,
+            self._transcript_length,
+            tuple(self._index),
+            None,
+        )
+        write_checkpoint(self._checkpoint_path, cp, projection)
+
+    # --- closing -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the segment and the lock. Idempotent."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the last descriptor releases the flock
+            self._lock_fd = None
+        _live_writers.discard(self)
+
+    def _forget_after_fork(self) -> None:
+        # A forked child must neither write through, nor keep alive the lock of, its parent's
+        # writer: close its copies (the parent's descriptors and lock are unaffected).
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self._fd = self._lock_fd = None
+        self._broken = JournalError("writer inherited across fork")
+
+    def __enter__(self) -> JournalWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<JournalWriter {self.journal_dir} last_seq={self.last_seq}>"
+
+
+def _payload_crc(frame: bytes) -> int:
+    return int.from_bytes(frame[16:20], "little")
+
+
+def _check_delta(record: dict[str, Any], length: int) -> int:
+    start, items, new_length = record.get("start"), record.get("items"), record.get("length")
+    if (
+        not isinstance(start, int)
+        or isinstance(start, bool)
+        or not 0 <= start <= length
+        or not isinstance(items, list)
+        or new_length != start + len(items)
+    ):
+        raise InvalidRecord(
+            f"transcript_changed {record['seq']}: delta does not apply to a "
+            f"transcript of {length} items"
+        )
+    return new_length
+
+
+def _make_dir(path: Path) -> None:
+    """mkdir -p, fsyncing each parent whose entry we created so the directory is durable."""
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir()
+        except FileExistsError:
+            continue
+        fsync_dir(directory.parent)
+
+
+def _after_fork_in_child() -> None:
+    for writer in list(_live_writers):
+        writer._forget_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,200 @@
+"""What the network providers share: spec keys, the API key lookup, and one call's skeleton.
+
+A family (openai.py, anthropic.py) only maps formats: it builds the wire request from the
+contract's request, turns a JSON body or a stream of SSE events into the contract's result, and
+finds the message in an error body. Transport, timeouts, cancellation and outcomes live in
+http.py and are the same for every family.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import ssl
+import threading
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from brain.models.base import (
+    ModelCallError,
+    OnDelta,
+    Provider,
+    ProviderSpecError,
+    Request,
+    Result,
+    check_cancel,
+    safe_delta,
+)
+from brain.models.http import MESSAGE_LIMIT, Endpoint, Exchange, Timeouts
+from brain.models.sse import SseEvent, SseParser
+
+log = logging.getLogger("brain.models")
+
+
+class KeySource:
+    """Reads the API key from the environment at call time, so no provider ever holds it.
+
+    Its repr names only the variable, and pickling keeps only the variable (the unpickled
+    source reads `os.environ`), so dumping or shipping a provider cannot reveal the key.
+    """
+
+    __slots__ = ("_environ", "variable")
+
+    def __init__(self, environ: Mapping[str, str] | None, variable: str) -> None:
+        self._environ = environ
+        self.variable = variable
+
+    def read(self) -> str:
+        environ = os.environ if self._environ is None else self._environ
+        key = environ.get(self.variable)
+        if not key:
+            raise ModelCallError("error", f"environment variable {self.variable} is not set")
+        return key
+
+    def __repr__(self) -> str:
+        return f"KeySource(${self.variable})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (KeySource, (None, self.variable))
+
+
+class StreamState:
+    """Accumulates one streamed answer; a family subclasses it for its event shapes."""
+
+    done = False
+
+    @abstractmethod
+    def feed(self, event: SseEvent, on_delta: OnDelta) -> None:
+        """Apply one event; set `done` on the stream's terminal event."""
+
+    @abstractmethod
+    def result(self) -> Result:
+        """The complete result, once `done`."""
+
+
+class RemoteProvider(Provider):
+    """A provider reached over HTTP: one POST per call, never retried."""
+
+    default_base_url = ""
+    terminal = "the end of the stream"
+
+    def __init__(self, name: str, spec: dict[str, Any], environ: Mapping[str, str]) -> None:
+        super().__init__(name, spec)
+        self.endpoint = Endpoint.parse(name, str(spec.get("base_url", self.default_base_url)))
+        self.timeouts = Timeouts.from_spec(name, spec)
+        model = spec.get("model")
+        if not isinstance(model, str) or not model:
+            raise ProviderSpecError(f"models.{name}: model is required")
+        self.model = model
+        api_key_env = spec.get("api_key_env")
+        if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
+            raise ProviderSpecError(f"models.{name}: api_key_env must be a variable name")
+        self.key_source = KeySource(environ, api_key_env) if api_key_env else None
+        self.stream = spec.get("stream", True)
+        if not isinstance(self.stream, bool):
+            raise ProviderSpecError(f"models.{name}: stream must be true or false")
+        self.options = spec.get("options", {})
+        if not isinstance(self.options, dict):
+            raise ProviderSpecError(f"models.{name}: options must be a table")
+        self.headers = spec.get("headers", {})
+        if not isinstance(self.headers, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in self.headers.items()
+        ):
+            raise ProviderSpecError(f"models.{name}: headers must be a table of strings")
+        self.ca_file = spec.get("ca_file")
+        if self.ca_file is not None and not isinstance(self.ca_file, str):
+            raise ProviderSpecError(f"models.{name}: ca_file must be a path")
+
+    # -- what a family provides ----------------------------------------------------------------
+
+    @abstractmethod
+    def build(self, request: Request, key: str | None) -> tuple[str, dict[str, str], dict]:
+        """(path under base_url, headers, JSON body). Raise ValueError for unmappable input."""
+
+    @abstractmethod
+    def parse(self, body: Any) -> Result:
+        """A complete non-streamed JSON answer → result. Raise ValueError if malformed."""
+
+    @abstractmethod
+    def new_stream(self) -> StreamState:
+        """A fresh accumulator for one streamed answer."""
+
+    @abstractmethod
+    def error_detail(self, body: Any) -> str:
+        """The human message inside an error body (JSON already decoded, or None)."""
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def call(self, request: Request, on_delta: OnDelta, cancel: threading.Event) -> Result:
+        check_cancel(cancel)
+        on_delta = safe_delta(on_delta, log)
+        key = self.key_source.read() if self.key_source else None
+        try:
+            path, headers, body = self.build(request, key)
+            payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            if key:
+                reason = reason.replace(key, "[redacted]")
+            raise ModelCallError(
+                "error", f"cannot map the request ({reason})"[:MESSAGE_LIMIT]
+            ) from None
+        log.debug("model %s: POST %s%s", self.name, self.endpoint, path)
+        try:
+            tls = self._tls_context() if self.endpoint.scheme == "https" else None
+            with Exchange(self.endpoint, self.timeouts, cancel, [key or ""], tls) as exchange:
+                exchange.post(path, {**self.headers, **headers}, payload)
+                if not 200 <= exchange.status < 300:
+                    raise exchange.http_error(self._error_text(exchange.read_error_body()))
+                if "text/event-stream" in exchange.content_type:
+                    return self._read_stream(exchange, on_delta)
+                return self._read_json(exchange, on_delta)
+        except ModelCallError as exc:
+            log.debug("model %s: %s (%s)", self.name, exc.outcome, exc.message)
+            raise
+
+    def options_for(self, request: Request) -> dict[str, Any]:
+        """Spec options, overridden key by key by the request's options."""
+        return {**self.options, **(request.get("options") or {})}
+
+    def _tls_context(self) -> ssl.SSLContext:
+        """Verified TLS; `ca_file` adds a private CA (self-hosted servers). Never unverified."""
+        try:
+            return ssl.create_default_context(cafile=self.ca_file)
+        except (OSError, ssl.SSLError):
+            raise ModelCallError("error", f"cannot load ca_file {self.ca_file}") from None
+
+    def _read_json(self, exchange: Exchange, on_delta: OnDelta) -> Result:
+        raw = exchange.read_body()
+        try:
+            result = self.parse(json.loads(raw))
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+            raise ModelCallError("unknown", "unreadable response body") from None
+        text = "".join(b["text"] for b in result["message"]["content"] if b["type"] == "text")
+        if text:
+            on_delta(text)
+        return result
+
+    def _read_stream(self, exchange: Exchange, on_delta: OnDelta) -> Result:
+        parser = SseParser()
+        state = self.new_stream()
+        for chunk in exchange.chunks():
+            for event in parser.feed(chunk):
+                try:
+                    state.feed(event, on_delta)
+                    if state.done:
+                        return state.result()
+                except ModelCallError as exc:
+                    message = exchange.scrub(" ".join(exc.message.split()))[:MESSAGE_LIMIT]
+                    raise ModelCallError(exc.outcome, message, exc.status) from None
+                except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+                    raise ModelCallError("unknown", "unreadable stream event") from None
+        raise ModelCallError("unknown", f"stream ended before {self.terminal}")
+
+    def _error_text(self, raw: bytes) -> str:
+        try:
+            return self.error_detail(json.loads(raw)) or ""
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return raw[:200].decode("utf-8", errors="replace") if raw else ""

@@ -1,0 +1,156 @@
+"""Every BRAIN_* setting, declared once.
+
+Like gunicorn's config module, each setting names its environment variable, default, parser and
+help text here, and every other module reads the one `Settings` object. `brain settings --markdown`
+renders the docs table from these declarations, so docs and code cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class SettingError(ValueError):
+    """A BRAIN_* variable holds a value its parser refuses."""
+
+
+def _non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError("must be > 0")
+    return value
+
+
+def _listen(raw: str) -> str:
+    host, sep, port = raw.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError("expected HOST:PORT")
+    return raw
+
+
+def _optional_path(raw: str) -> Path | None:
+    return Path(raw) if raw else None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting: the single place its name, default and meaning live."""
+
+    attr: str
+    env: str
+    default: Any
+    parse: Callable[[str], Any]
+    help: str
+    default_text: str | None = None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("data_dir", "BRAIN_DATA_DIR", "./brain-data", str, "all durable state"),
+    Setting("listen", "BRAIN_LISTEN", "127.0.0.1:3210", _listen, "HTTP bind"),
+    Setting(
+        "api_token",
+        "BRAIN_API_TOKEN",
+        None,
+        str,
+        "operator bearer token",
+        "generated into `$BRAIN_DATA_DIR/operator.token` (mode 0600)",
+    ),
+    Setting("max_model_calls", "BRAIN_MAX_MODEL_CALLS", 128, _non_negative_int,
+            "model calls per turn; 0 = no bound"),
+    Setting("max_turn_secs", "BRAIN_MAX_TURN_SECS", 1800, _non_negative_int,
+            "wall time per turn; 0 = no bound"),
+    Setting("max_tool_secs", "BRAIN_MAX_TOOL_SECS", 300, _non_negative_int,
+            "deadline handed to every Tool call; 0 = no bound"),
+    Setting("max_emitted_bytes", "BRAIN_MAX_EMITTED_BYTES", 1 << 20, _non_negative_int,
+            "extension Event bytes per turn (kinds + serialized payloads)"),
+    Setting("session_idle_ttl_ms", "BRAIN_SESSION_IDLE_TTL_MS", None, _non_negative_int,
+            "server-wide idle TTL; unset = release at once; 0 = retain forever", "unset"),
+    Setting("drain_secs", "BRAIN_DRAIN_SECS", 60, _non_negative_int,
+            "how long SIGTERM drain waits for admitted work"),
+    Setting("trace", "BRAIN_TRACE", None, _optional_path,
+            "file that receives one JSON line per actor message (tracing)", "unset"),
+    Setting("telemetry_sink", "BRAIN_TELEMETRY_SINK", None, _optional_path,
+            "where Agentloop telemetry goes (a JSON-lines file); unset = dropped", "unset"),
+    Setting("config", "BRAIN_CONFIG", None, _optional_path,
+            "TOML file whose named parts are added to the shipped defaults", "unset"),
+    Setting("actor_port", "BRAIN_ACTOR_PORT", 3211, _positive_int,
+            "TCP port of the Thespian admin (bound to BRAIN_ACTOR_BIND)"),
+    Setting("actor_bind", "BRAIN_ACTOR_BIND", "127.0.0.1", str,
+            "address every Thespian socket binds to; loopback unless a private convention network"),
+    Setting("web_workers", "BRAIN_WEB_WORKERS", 2, _positive_int, "gunicorn gevent workers"),
+    Setting("agentloop_memory_mb", "BRAIN_AGENTLOOP_MEMORY_MB", 256, _positive_int,
+            "linear memory limit of one Agentloop instance"),
+    Setting("segment_bytes", "BRAIN_SEGMENT_BYTES", 64 << 20, _positive_int,
+            "journal segment size before a new segment is started"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings; build with `Settings.from_env()`."""
+
+    data_dir: str
+    listen: str
+    api_token: str | None
+    max_model_calls: int
+    max_turn_secs: int
+    max_tool_secs: int
+    max_emitted_bytes: int
+    session_idle_ttl_ms: int | None
+    drain_secs: int
+    trace: Path | None
+    telemetry_sink: Path | None
+    config: Path | None
+    actor_port: int
+    actor_bind: str
+    web_workers: int
+    agentloop_memory_mb: int
+    segment_bytes: int
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for setting in SETTINGS:
+            raw = environ.get(setting.env)
+            if raw is None or raw == "":
+                values[setting.attr] = setting.default
+                continue
+            try:
+                values[setting.attr] = setting.parse(raw)
+            except ValueError as exc:
+                raise SettingError(f"{setting.env}={raw!r}: {exc}") from None
+        return cls(**values)
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir).resolve()
+
+    @property
+    def sessions_path(self) -> Path:
+        return self.data_path / "sessions"
+
+    @property
+    def listen_host_port(self) -> tuple[str, int]:
+        host, _, port = self.listen.rpartition(":")
+        return host, int(port)
+
+
+def markdown_table() -> str:
+    """The settings table for docs/configuration.md, rendered from the declarations."""
+    rows = ["| variable | default | meaning |", "|---|---|---|"]
+    for s in SETTINGS:
+        default = s.default_text if s.default_text is not None else f"`{s.default}`"
+        rows.append(f"| {s.env} | {default} | {s.help} |")
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,182 @@
+"""`brain serve`: a plain supervisor loop, in the manner of gunicorn's arbiter.
+
+It starts the actor-system process, waits until the admin answers, starts gunicorn, and then
+only watches: if either child dies, or SIGTERM/SIGINT arrives, it stops everything it started,
+web first (so no request is cut off mid-turn while actors still run), then the actors, and
+finally SIGKILLs any descendant that outlived its parent, so no process is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from brain.config import BrainConfig
+from brain.operator_token import ensure_operator_token
+from brain.settings import Settings
+
+ACTOR_READY_TIMEOUT_SECS = 60.0
+ACTOR_STOP_TIMEOUT_SECS = 20.0
+
+
+def gunicorn_conf_path() -> Path:
+    path = Path(__file__).resolve().parent.parent / "conf" / "gunicorn.conf.py"
+    if not path.is_file():
+        raise SystemExit(f"brain serve: {path} is missing; run from a source checkout")
+    return path
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> None:
+    """Orphaned descendants (Thespian's double-forked admin) re-parent to us, not to init.
+
+    That keeps every process Brain starts visible to `descendants()` and reapable by us.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print("brain serve: could not become a child subreaper", file=sys.stderr)
+
+
+def descendants(root_pid: int) -> list[int]:
+    """Every live descendant of root_pid, read from /proc (children before grandchildren)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    frontier = [root_pid]
+    while frontier:
+        pid = frontier.pop(0)
+        for child in children.get(pid, []):
+            found.append(child)
+            frontier.append(child)
+    return found
+
+
+class Supervisor:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.stopping = False
+        self.boot: subprocess.Popen[bytes] | None = None
+        self.web: subprocess.Popen[bytes] | None = None
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.stopping = True
+
+    def child_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["BRAIN_DATA_DIR"] = str(self.settings.data_path)  # one absolute path for all
+        return env
+
+    def run(self) -> int:
+        become_subreaper()
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        env = self.child_env()
+        try:
+            self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
+                                         stdout=subprocess.PIPE)
+            if not self._wait_ready(self.boot):
+                print("brain serve: the actor system did not start", file=sys.stderr)
+                return 1
+            self.web = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", str(gunicorn_conf_path()),
+                 "brain.web.wsgi:application"], env=env)
+            host, port = self.settings.listen_host_port
+            print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
+                  flush=True)
+            while not self.stopping:
+                if self.web.poll() is not None or self.boot.poll() is not None:
+                    print("brain serve: a child process exited; stopping", file=sys.stderr)
+                    return 1
+                time.sleep(0.2)
+                _reap_adopted({self.web.pid, self.boot.pid})
+            return 0
+        finally:
+            self.stop()
+
+    def _wait_ready(self, boot: subprocess.Popen[bytes]) -> bool:
+        deadline = time.monotonic() + ACTOR_READY_TIMEOUT_SECS
+        assert boot.stdout is not None
+        while time.monotonic() < deadline and not self.stopping:
+            line = boot.stdout.readline()
+            if not line:
+                return False
+            if line.strip() == b"ready":
+                return True
+        return False
+
+    def stop(self) -> None:
+        doomed = descendants(os.getpid())
+        if self.web is not None and self.web.poll() is None:
+            self.web.send_signal(signal.SIGTERM)
+            _wait(self.web, self.settings.drain_secs + 10)
+        if self.boot is not None and self.boot.poll() is None:
+            self.boot.send_signal(signal.SIGTERM)
+            _wait(self.boot, ACTOR_STOP_TIMEOUT_SECS)
+        for pid in doomed + descendants(os.getpid()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for child in (self.web, self.boot):
+            if child is not None:
+                _wait(child, 5)
+        _reap_adopted(set())
+
+
+def _reap_adopted(own_children: set[int]) -> None:
+    """Reap adopted orphans that exited, by pid, leaving our Popen children to Popen."""
+    me = os.getpid()
+    for pid in descendants(me):
+        if pid in own_children:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] == b"Z" and int(fields[1]) == me:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
+    try:
+        child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait(timeout=5)
+
+
+def serve() -> int:
+    settings = Settings.from_env()
+    BrainConfig.load(settings.config)  # refuse a broken configuration before starting anything
+    settings.data_path.mkdir(parents=True, exist_ok=True)
+    ensure_operator_token(settings)
+    clear_live_sockets(settings)
+    return Supervisor(settings).run()
+
+
+def clear_live_sockets(settings: Settings) -> None:
+    """Sockets left by the workers of a previous run; the new workers bind their own."""
+    from brain.live.publisher import live_dir
+
+    for stale in live_dir(settings.data_path).glob("*.sock"):
+        stale.unlink(missing_ok=True)

@@ -1,0 +1,114 @@
+"""`run_tool`: send one Tool call down the route its configuration names, exactly once.
+
+The session actor has already journaled `tool_call_started` when this runs, and journals what
+this returns before the Agentloop sees it. So this function never raises for anything a Tool
+does, never retries, and never reports `ok` for an answer it did not get. A call that is
+cancelled or out of time before it starts is not sent at all.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from brain.environments.deadline import Deadline
+from brain.tools.builtins import BUILTINS, Call
+from brain.tools.http_route import call_http_tool
+from brain.tools.outcome import FAILURES, ToolOutcome
+
+EnvironmentRunner = Callable[[str, str, dict[str, Any], float | None, threading.Event], dict]
+"""`(environment_name, op, request, deadline, cancel) -> result`; raises an error carrying
+`.outcome` and `.message` (brain.environments.EnvironmentOpError) when the op fails."""
+
+TOOL_ENVIRONMENT_OPS = ("exec", "read", "write")
+"""Ops a Tool may route to. Lifecycle ops (setup, detach, teardown) belong to the session."""
+
+HOST_TOOLS_MESSAGE = "host tools need a connected client"
+
+
+def run_tool(
+    tool: dict[str, Any],
+    invocation: dict[str, Any],
+    *,
+    session_id: str,
+    sequence: int,
+    deadline: float | None,
+    cancel: threading.Event,
+    environment_runner: EnvironmentRunner | None = None,
+) -> ToolOutcome:
+    """Run one Tool call and say what came of it.
+
+    `tool` is the resolved configuration recorded at session creation (`name`, `route`, and the
+    route's target); `invocation` is `{"id", "input"}`; `sequence` is the `tool_call_started`
+    record's; `deadline` is a `time.time()` epoch or None. Builtins and the environment route run
+    in the calling thread.
+    """
+    until = Deadline(deadline)
+    if not isinstance(invocation, dict) or "input" not in invocation:
+        return ToolOutcome.failed("error", "invocation must be an object with id and input")
+    if not isinstance(tool, dict):
+        return ToolOutcome.failed("error", "tool configuration is not an object")
+    if cancel.is_set():
+        return ToolOutcome.failed("cancelled", "tool call cancelled before it started")
+    if until.expired():
+        return ToolOutcome.failed("timeout", "tool call deadline passed before it started")
+    route = tool.get("route")
+    if route == "builtin":
+        return _run_builtin(tool, invocation["input"], until, cancel)
+    if route == "http":
+        payload = {
+            "session_id": session_id,
+            "sequence": sequence,
+            "tool": tool.get("name"),
+            "invocation": {"id": invocation.get("id"), "input": invocation["input"]},
+            "deadline": deadline,
+        }
+        return call_http_tool(tool.get("url"), payload, until, cancel)
+    if route == "environment":
+        return _run_environment(tool, invocation["input"], deadline, cancel, environment_runner)
+    if route == "host":
+        return ToolOutcome.failed("error", HOST_TOOLS_MESSAGE)
+    return ToolOutcome.failed("error", f"unknown tool route {route!r}")
+
+
+def _run_builtin(
+    tool: dict[str, Any], value: Any, until: Deadline, cancel: threading.Event
+) -> ToolOutcome:
+    name = tool.get("function")
+    builtin = BUILTINS.get(name) if isinstance(name, str) else None
+    if builtin is None:
+        return ToolOutcome.failed("error", f"no builtin tool function {name!r}")
+    try:
+        return builtin(value, Call(deadline=until, cancel=cancel))
+    except Exception as exc:  # a builtin bug must become a result, not kill the executor
+        return ToolOutcome.failed("error", f"builtin {name} failed ({type(exc).__name__})")
+
+
+def _run_environment(
+    tool: dict[str, Any],
+    value: Any,
+    deadline: float | None,
+    cancel: threading.Event,
+    runner: EnvironmentRunner | None,
+) -> ToolOutcome:
+    environment, op = tool.get("environment"), tool.get("op")
+    if not isinstance(environment, str) or not environment:
+        return ToolOutcome.failed("error", "environment tool names no environment")
+    if op not in TOOL_ENVIRONMENT_OPS:
+        allowed = ", ".join(TOOL_ENVIRONMENT_OPS)
+        return ToolOutcome.failed("error", f"environment tool op must be one of {allowed}")
+    if runner is None:
+        return ToolOutcome.failed("error", "no environment is available to this tool call")
+    if not isinstance(value, dict):
+        return ToolOutcome.failed("error", f"{op} input must be an object")
+    try:
+        result = runner(environment, op, value, deadline, cancel)
+    except Exception as exc:
+        outcome = getattr(exc, "outcome", None)
+        message = getattr(exc, "message", None)
+        if outcome in FAILURES and isinstance(message, str):
+            return ToolOutcome.failed(outcome, message)
+        # Not an op failure but a fault in the runner: the op may already have run.
+        return ToolOutcome.failed("unknown", f"environment {op} ended abnormally")
+    return ToolOutcome.ok(result)

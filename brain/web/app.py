@@ -1,0 +1,47 @@
+"""The Falcon application: routes of contract.md section 4 mapped to resource classes."""
+
+from __future__ import annotations
+
+import falcon
+
+from brain.config import BrainConfig
+from brain.operator_token import read_operator_token
+from brain.settings import Settings
+from brain.web import errors as web_errors
+from brain.web.gateway import ActorGateway
+from brain.web.live_hub import LiveHub
+from brain.web.middleware import AuthMiddleware, RequestIdMiddleware
+from brain.web.resources.health import HealthResource, ReadyResource
+from brain.web.resources.history import EventsResource, TranscriptResource
+from brain.web.resources.lifecycle import CancelResource, EndResource, TokensResource
+from brain.web.resources.messages import MessagesResource
+from brain.web.resources.sessions import SessionResource, SessionsResource
+
+
+def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
+               operator_token: str, hub: LiveHub | None = None) -> falcon.App:
+    if hub is None:
+        hub = LiveHub(settings.data_path)
+        hub.start()
+    app = falcon.App(
+        middleware=[RequestIdMiddleware(), AuthMiddleware(operator_token, settings.sessions_path)],
+    )
+    app.req_options.strip_url_path_trailing_slash = True
+    web_errors.install(app)
+    app.add_route("/healthz", HealthResource())
+    app.add_route("/readyz", ReadyResource(gateway))
+    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway))
+    app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/events", EventsResource(settings, hub))
+    app.add_route("/v1/sessions/{session_id}/transcript", TranscriptResource(settings))
+    app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
+    return app
+
+
+def create_app_from_env() -> falcon.App:
+    settings = Settings.from_env()
+    config = BrainConfig.load(settings.config)
+    return create_app(settings, config, ActorGateway(settings), read_operator_token(settings))

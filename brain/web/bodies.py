@@ -1,0 +1,39 @@
+"""Reading request bodies: bounded size, JSON only, objects only."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import falcon
+
+from brain import errors
+
+CREATE_BODY_LIMIT = 4 << 20
+MESSAGE_BODY_LIMIT = 1 << 20
+SMALL_BODY_LIMIT = 64 << 10
+
+
+def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
+    """The body as a JSON object; 413 past `limit`, 415 for non-JSON, 400 for bad JSON."""
+    length = req.content_length
+    if length is not None and length > limit:
+        raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
+    raw = req.bounded_stream.read(limit + 1) if (length or req.get_header("Transfer-Encoding")) \
+        else b""
+    if len(raw) > limit:
+        raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
+    if not raw:
+        if optional:
+            return {}
+        raise errors.InvalidRequest("a JSON body is required")
+    content_type = (req.content_type or "").split(";")[0].strip().lower()
+    if content_type and content_type != falcon.MEDIA_JSON:
+        raise errors.UnsupportedMediaType("the body must be application/json")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise errors.InvalidRequest(f"malformed JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise errors.InvalidRequest("the body must be a JSON object")
+    return body

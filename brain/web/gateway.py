@@ -1,0 +1,104 @@
+"""How a web worker talks to the actor system.
+
+Each in-flight request asks through its own private Thespian endpoint (stack-notes Hazard 2:
+greenlets sharing one endpoint receive each other's replies). Endpoints are pooled because one
+costs about a millisecond to make. An endpoint whose ask timed out is discarded, never pooled,
+so a late reply cannot reach the next request; replies are also matched by request id.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from brain import errors
+from brain.actors.confine import confine_thespian
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
+from brain.settings import Settings
+
+UNBOUNDED_WAIT_SECS = 7 * 24 * 3600.0
+
+
+class ActorGateway:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._lock = threading.Lock()
+        self._system: Any = None
+        self._registry: Any = None
+        self._pool: list[Any] = []
+
+    def _connect(self) -> None:
+        with self._lock:
+            if self._system is not None:
+                return
+            self._require_admin()
+            confine_thespian(self._settings.actor_bind)
+            from thespian.actors import ActorSystem
+
+            from brain.actors.boot import actor_capabilities
+            from brain.actors.registry import Registry
+
+            system = ActorSystem("multiprocTCPBase", actor_capabilities(self._settings))
+            self._registry = system.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+            self._system = system
+
+    def _require_admin(self) -> None:
+        """Never let ActorSystem() start an admin from a web worker (stack-notes Hazard 1)."""
+        try:
+            with socket.create_connection(("127.0.0.1" if self._settings.actor_bind == "0.0.0.0"
+                                           else self._settings.actor_bind,
+                                           self._settings.actor_port), timeout=2.0):
+                pass
+        except OSError:
+            raise errors.Internal("the actor system is not running") from None
+
+    def _take_endpoint(self) -> Any:
+        with self._lock:
+            if self._pool:
+                return self._pool.pop()
+        from thespian.actors import ExternalContext
+
+        return ExternalContext(self._system._systemBase.external_clone())
+
+    def _return_endpoint(self, endpoint: Any) -> None:
+        with self._lock:
+            self._pool.append(endpoint)
+
+    def request(self, session_id: str, command: Command, timeout: float | None) -> dict[str, Any]:
+        """Route `command` to the session and wait for its Reply; errors come back raised."""
+        self._connect()
+        request_id = uuid.uuid4().hex
+        wait = timeout or UNBOUNDED_WAIT_SECS
+        deadline = time.monotonic() + wait
+        endpoint = self._take_endpoint()
+        reply = endpoint.ask(self._registry, ToSession(request_id, session_id, command), wait)
+        while reply is not None and not (isinstance(reply, Reply)
+                                         and reply.request_id == request_id):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                reply = None
+                break
+            reply = endpoint.listen(remaining)
+        if reply is None:
+            endpoint.exit_clone()
+            raise errors.Internal("the session did not answer in time")
+        self._return_endpoint(endpoint)
+        if reply.error_code is not None:
+            raise errors.from_code(reply.error_code, reply.error_message or "")
+        return reply.body or {}
+
+    def ping(self, timeout: float = 2.0) -> bool:
+        try:
+            self._connect()
+        except errors.BrainError:
+            return False
+        endpoint = self._take_endpoint()
+        answer = endpoint.ask(self._registry, "ping", timeout)
+        if answer == "pong":
+            self._return_endpoint(endpoint)
+            return True
+        endpoint.exit_clone()
+        return False

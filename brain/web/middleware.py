@@ -1,0 +1,63 @@
+"""Request ids and bearer authentication, applied to every route but the probes."""
+
+from __future__ import annotations
+
+import hmac
+import uuid
+from pathlib import Path
+from typing import Any
+
+import falcon
+
+from brain import errors
+from brain.web.credentials import session_of_token
+
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+
+
+class RequestIdMiddleware:
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        req.context.request_id = "req_" + uuid.uuid4().hex
+        resp.set_header("X-Request-Id", req.context.request_id)
+
+
+class AuthMiddleware:
+    """Bearer token check: the operator token, or a token good for one session alone.
+
+    The operator token is compared in constant time. A session token reaches only its own
+    session's routes: another session looks like it does not exist (404), and routes that are
+    not about one session (list, create) are forbidden (403).
+    """
+
+    def __init__(self, operator_token: str, sessions_root: Path) -> None:
+        self._operator_token = operator_token.encode()
+        self._sessions_root = sessions_root
+
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        if req.path in PUBLIC_PATHS:
+            return
+        header = req.get_header("Authorization") or ""
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise errors.Unauthorized("a bearer token is required")
+        token = token.strip()
+        if hmac.compare_digest(token.encode(), self._operator_token):
+            req.context.principal = "operator"
+            req.context.session_scope = None
+            return
+        session_id = session_of_token(self._sessions_root, token)
+        if session_id is None:
+            raise errors.Unauthorized("the token is not valid")
+        req.context.principal = f"session:{session_id}"
+        req.context.session_scope = session_id
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any,
+                         params: dict[str, Any]) -> None:
+        scope = req.context.get("session_scope")
+        if scope is None or req.path in PUBLIC_PATHS:
+            return
+        target = params.get("session_id")
+        if target is None or getattr(resource, "operator_only", False):
+            raise errors.Forbidden("a session token cannot do this")
+        if target != scope:
+            raise errors.NotFound("no such session")

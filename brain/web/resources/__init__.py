@@ -1,0 +1,1 @@
+"""One resource class per route family of contract.md section 4."""

@@ -1,0 +1,72 @@
+"""GET events (JSON pages) and transcript, read from the journal without an actor."""
+
+from __future__ import annotations
+
+import falcon
+
+from brain import errors
+from brain.journal import CorruptJournal
+from brain.settings import Settings
+from brain.web.live_hub import LiveHub
+from brain.web.reads import damaged_guard, reader, session_dir
+from brain.web.sse import follow
+
+MAX_PAGE_EVENTS = 1000
+
+
+def int_param(req: falcon.Request, name: str, default: int, low: int, high: int) -> int:
+    raw = req.get_param(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise errors.InvalidRequest(f"{name}: expected an integer") from None
+    if not low <= value <= high:
+        raise errors.InvalidRequest(f"{name}: must be between {low} and {high}")
+    return value
+
+
+def wants_event_stream(req: falcon.Request) -> bool:
+    accept = req.get_header("Accept") or ""
+    return any(part.split(";")[0].strip().lower() == "text/event-stream"
+               for part in accept.split(","))
+
+
+class EventsResource:
+    def __init__(self, settings: Settings, hub: LiveHub) -> None:
+        self.settings = settings
+        self.hub = hub
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
+        session_reader = reader(self.settings, session_id)
+        after = int_param(req, "after", 0, 0, 2**63 - 1)
+        last_event_id = req.get_header("Last-Event-ID")
+        if last_event_id is not None:
+            if not last_event_id.strip().isdigit():
+                raise errors.InvalidRequest("Last-Event-ID: expected a sequence number")
+            after = int(last_event_id.strip())
+        limit = int_param(req, "limit", MAX_PAGE_EVENTS, 1, MAX_PAGE_EVENTS)
+        if wants_event_stream(req):
+            resp.content_type = "text/event-stream"
+            resp.set_header("Cache-Control", "no-cache")
+            resp.set_header("X-Accel-Buffering", "no")
+            resp.stream = follow(session_reader, session_dir(self.settings, session_id),
+                                 self.hub, session_id, after)
+            return
+        try:
+            resp.media = session_reader.events_page(after, limit)
+        except CorruptJournal as exc:
+            raise damaged_guard(exc) from None
+
+
+class TranscriptResource:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
+        session_reader = reader(self.settings, session_id)
+        try:
+            resp.media = session_reader.transcript()
+        except CorruptJournal as exc:
+            raise damaged_guard(exc) from None

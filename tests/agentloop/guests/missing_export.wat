@@ -1,0 +1,3 @@
+;; Has brain_alloc and memory but no brain_activate.
+(module
+{{ALLOC}})

@@ -1,0 +1,15 @@
+  ;; {"status":"completed","output":  (31 bytes) at address 16
+  (data (i32.const 16) "{\"status\":\"completed\",\"output\":")
+  (func $wrap (param $packed i64) (result i64)
+    (local $p i32)
+    (local $n i32)
+    (local $out i32)
+    (local.set $p (i32.wrap_i64 (i64.shr_u (local.get $packed) (i64.const 32))))
+    (local.set $n (i32.wrap_i64 (local.get $packed)))
+    (local.set $out (call $alloc (i32.add (local.get $n) (i32.const 32))))
+    (memory.copy (local.get $out) (i32.const 16) (i32.const 31))
+    (memory.copy (i32.add (local.get $out) (i32.const 31)) (local.get $p) (local.get $n))
+    (i32.store8 (i32.add (local.get $out) (i32.add (local.get $n) (i32.const 31))) (i32.const 125))
+    (i64.or
+      (i64.shl (i64.extend_i32_u (local.get $out)) (i64.const 32))
+      (i64.extend_i32_u (i32.add (local.get $n) (i32.const 32)))))

@@ -1,0 +1,127 @@
+"""setup, detach, teardown, the dispatcher, and the `host` kind."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from brain.environments import (
+    HOST_ENVIRONMENTS_MESSAGE,
+    EnvironmentOpError,
+    LocalEnvironment,
+    open_environment,
+    run_environment_op,
+)
+
+
+def op(env: LocalEnvironment, name: str, request: dict | None = None) -> dict:
+    return run_environment_op(env, name, request or {}, None, threading.Event())
+
+
+def test_setup_is_idempotent(tmp_path):
+    env = LocalEnvironment(tmp_path / "environments" / "s1" / "work")
+    assert op(env, "setup") == {"created": True}
+    (env.root / "keep.txt").write_text("kept")
+    assert op(env, "setup") == {"created": False}
+    assert (env.root / "keep.txt").read_text() == "kept"
+
+
+def test_setup_refuses_a_file_or_symlink_root(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(EnvironmentOpError):
+        op(LocalEnvironment(tmp_path / "file"), "setup")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(EnvironmentOpError):
+        op(LocalEnvironment(tmp_path / "link"), "setup")
+
+
+def test_detach_returns_a_result_and_setup_reattaches(tmp_path):
+    env = LocalEnvironment(tmp_path / "work")
+    op(env, "setup")
+    assert op(env, "detach") == {"detached": True}
+    assert env.detached and env.root.is_dir()
+    op(env, "setup")
+    assert not env.detached
+
+
+def test_teardown_removes_tree(tmp_path):
+    env = LocalEnvironment(tmp_path / "work")
+    op(env, "setup")
+    op(env, "write", {"path": "a/b/c.txt", "content": "x"})
+    assert op(env, "teardown") == {"removed": True}
+    assert not env.root.exists()
+    assert op(env, "teardown") == {"removed": False}
+
+
+def test_teardown_does_not_follow_symlinks_out(tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    (outside / "deep" / "keep.txt").write_text("keep")
+    env = LocalEnvironment(tmp_path / "work")
+    op(env, "setup")
+    (env.root / "dir_link").symlink_to(outside)
+    (env.root / "file_link").symlink_to(outside / "deep" / "keep.txt")
+    (env.root / "sub").mkdir()
+    (env.root / "sub" / "nested_link").symlink_to(outside / "deep")
+    op(env, "teardown")
+    assert not env.root.exists()
+    assert (outside / "deep" / "keep.txt").read_text() == "keep"
+
+
+def test_teardown_refuses_symlink_root(tmp_path):
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "keep.txt").write_text("keep")
+    (tmp_path / "link").symlink_to(target)
+    with pytest.raises(EnvironmentOpError) as caught:
+        op(LocalEnvironment(tmp_path / "link"), "teardown")
+    assert caught.value.outcome == "error"
+    assert (target / "keep.txt").exists()
+
+
+def test_unknown_op_and_bad_request(tmp_path):
+    env = LocalEnvironment(tmp_path / "work")
+    with pytest.raises(EnvironmentOpError):
+        op(env, "format")
+    with pytest.raises(EnvironmentOpError):
+        run_environment_op(env, "read", ["not", "a", "dict"], None, threading.Event())
+
+
+def test_unexpected_fault_is_unknown_except_for_read(tmp_path, monkeypatch):
+    env = LocalEnvironment(tmp_path / "work")
+
+    def broken(*args):
+        raise RuntimeError("internal /secret/path")
+
+    monkeypatch.setattr(env, "write", broken)
+    monkeypatch.setattr(env, "read", broken)
+    with pytest.raises(EnvironmentOpError) as caught:
+        op(env, "write", {"path": "f", "content": "x"})
+    assert caught.value.outcome == "unknown" and "secret" not in caught.value.message
+    with pytest.raises(EnvironmentOpError) as caught:
+        op(env, "read", {"path": "f"})
+    assert caught.value.outcome == "error"
+
+
+def test_error_outcomes_are_validated():
+    with pytest.raises(ValueError):
+        EnvironmentOpError("ok", "x")
+    assert EnvironmentOpError("timeout", "t").to_dict() == {"outcome": "timeout", "message": "t"}
+
+
+def test_open_environment(tmp_path: Path):
+    env = open_environment({"kind": "local"}, tmp_path / "w")
+    assert isinstance(env, LocalEnvironment) and env.root == tmp_path / "w"
+    with pytest.raises(EnvironmentOpError) as caught:
+        open_environment({"kind": "host"}, tmp_path / "h")
+    assert (caught.value.outcome, caught.value.message) == ("error", HOST_ENVIRONMENTS_MESSAGE)
+    with pytest.raises(EnvironmentOpError):
+        open_environment({"kind": "cloud"}, tmp_path / "c")
+
+
+def test_root_must_be_absolute():
+    with pytest.raises(ValueError):
+        LocalEnvironment(Path("relative/root"))

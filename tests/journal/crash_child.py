@@ -1,0 +1,41 @@
+"""A writer process for the crash test: appends batches forever, printing each acknowledged
+last sequence after `append` returns (that is, after its fdatasync). The parent SIGKILLs it."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+from brain.journal import JournalWriter
+
+
+def blob(seq: int, size: int) -> str:
+    unit = f"<{seq}>"
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def batch_for(first: int, rng: random.Random) -> list[dict]:
+    count = rng.randint(1, 16)
+    records = []
+    for i in range(count):
+        size = rng.randint(20_000, 120_000) if rng.random() < 0.08 else rng.randint(0, 300)
+        value = {"first": first, "n": count, "i": i, "size": size, "blob": blob(first + i, size)}
+        records.append({"kind": "kv_put", "key": f"k{(first + i) % 7}", "value": value})
+    return records
+
+
+def main() -> None:
+    journal_dir, seed, segment_bytes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rng = random.Random(seed)
+    writer = JournalWriter.open(journal_dir, segment_bytes=segment_bytes, checkpoint_path=None)
+    out = sys.stdout
+    out.write(f"open {writer.last_seq}\n")
+    out.flush()
+    while True:
+        writer.append(batch_for(writer.last_seq + 1, rng))
+        out.write(f"{writer.last_seq}\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

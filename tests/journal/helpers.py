@@ -1,0 +1,55 @@
+"""Record factories and journal helpers shared by the journal tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from brain.journal import JournalWriter
+
+CONFIG = {
+    "agentloop": {"name": "default", "path": "/x/default.wasm"},
+    "model": {"name": "scripted"},
+    "tools": [{"name": "echo", "route": "builtin"}],
+    "environments": [],
+    "idle_ttl_ms": None,
+    "metadata": {},
+}
+
+
+def created(environments: list[str] | None = None, seeded: int = 0) -> dict[str, Any]:
+    config = dict(CONFIG, environments=[{"name": n} for n in environments or []])
+    return {"kind": "session_created", "config": config, "seeded": seeded}
+
+
+def message(text: str, role: str = "user") -> dict[str, Any]:
+    return {"role": role, "content": [{"type": "text", "text": text}]}
+
+
+def delta(start: int, items: list[Any]) -> dict[str, Any]:
+    return {
+        "kind": "transcript_changed",
+        "start": start,
+        "items": items,
+        "length": start + len(items),
+    }
+
+
+class Clock:
+    """A deterministic millisecond clock for writers under test."""
+
+    def __init__(self, start: int = 1_796_217_600_000) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        self.now += 7
+        return self.now
+
+
+def open_writer(session_dir: Path, **kwargs: Any) -> JournalWriter:
+    kwargs.setdefault("clock", Clock())
+    return JournalWriter.open(session_dir / "journal", **kwargs)
+
+
+def segments(session_dir: Path) -> list[Path]:
+    return sorted((session_dir / "journal").glob("*.seg"))

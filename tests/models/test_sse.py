@@ -1,0 +1,48 @@
+"""The SSE parser: whole events from arbitrarily split bytes."""
+
+from __future__ import annotations
+
+from brain.models.sse import SseEvent, SseParser
+
+STREAM = (
+    b": keep-alive comment\n"
+    b"event: content_block_delta\r\n"
+    b'data: {"a": "caf\xc3\xa9"}\r\n'
+    b"\r\n"
+    b"id: 7\n"
+    b"retry: 100\n"
+    b"data: line one\n"
+    b"data:line two\n"
+    b"\n"
+    b"event: only-a-name\n"
+    b"\n"
+    b"data: [DONE]\n\n"
+)
+EXPECTED = [
+    SseEvent("content_block_delta", '{"a": "café"}'),
+    SseEvent("message", "line one\nline two"),
+    SseEvent("message", "[DONE]"),
+]
+
+
+def test_whole_stream_at_once():
+    assert SseParser().feed(STREAM) == EXPECTED
+
+
+def test_every_split_point_gives_the_same_events():
+    for cut in range(len(STREAM) + 1):
+        parser = SseParser()
+        events = parser.feed(STREAM[:cut]) + parser.feed(STREAM[cut:])
+        assert events == EXPECTED, cut
+
+
+def test_byte_by_byte():
+    parser = SseParser()
+    events = []
+    for i in range(len(STREAM)):
+        events += parser.feed(STREAM[i : i + 1])
+    assert events == EXPECTED
+
+
+def test_an_unterminated_event_is_not_dispatched():
+    assert SseParser().feed(b"data: partial\n") == []

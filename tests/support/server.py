@@ -1,0 +1,159 @@
+"""A real `brain serve` in a subprocess, for end-to-end tests.
+
+Each server gets its own data dir, HTTP port and actor admin port, runs in its own process
+group (so a crash test can SIGKILL every process Brain started at once), and is always torn
+down, with a check that no process of the group survives.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+START_TIMEOUT_SECS = 60.0
+STOP_TIMEOUT_SECS = 60.0
+REQUEST_TIMEOUT_SECS = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != b"Z":
+            pids.append(int(entry))
+    return pids
+
+
+class BrainServer:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.token = "test-operator-token"
+        self.extra_env = env or {}
+        self.port = free_port()
+        self.actor_port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"serve-{self.port}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+        env.update({
+            "BRAIN_DATA_DIR": str(self.data_dir),
+            "BRAIN_LISTEN": f"127.0.0.1:{self.port}",
+            "BRAIN_ACTOR_PORT": str(self.actor_port),
+            "BRAIN_API_TOKEN": self.token,
+            "BRAIN_DRAIN_SECS": "5",
+        })
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> BrainServer:
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "brain.cli", "serve"],
+                                         env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_SECS
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"brain serve exited early:\n{self.log()}")
+            try:
+                if requests.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"brain serve did not become ready:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-5000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> list[int]:
+        """SIGTERM the supervisor; returns the pids of its group still alive afterwards."""
+        if self.proc is None:
+            return []
+        pgid = self.proc.pid
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT_SECS)
+            except subprocess.TimeoutExpired:
+                pass
+        deadline = time.monotonic() + 10
+        while group_pids(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = group_pids(pgid)
+        self.kill()
+        return left
+
+    def kill(self) -> None:
+        """SIGKILL every process of the server's group, as a power cut would."""
+        if self.proc is None:
+            return
+        pgid = self.proc.pid
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.monotonic() + 10
+        while group_pids(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.proc = None
+
+    # --- HTTP helpers -----------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, token: str | None = "default",
+                **kwargs: Any) -> requests.Response:
+        headers = dict(kwargs.pop("headers", {}) or {})
+        if token == "default":
+            token = self.token
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        kwargs.setdefault("timeout", REQUEST_TIMEOUT_SECS)
+        return requests.request(method, self.url + path, headers=headers, **kwargs)
+
+    def create_session(self, **body: Any) -> dict[str, Any]:
+        resp = self.request("POST", "/v1/sessions", json=body)
+        assert resp.status_code == 201, resp.text
+        return resp.json()
+
+    def send(self, session_id: str, text: Any) -> dict[str, Any]:
+        resp = self.request("POST", f"/v1/sessions/{session_id}/messages", json={"input": text})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    def events(self, session_id: str, after: int = 0) -> list[dict[str, Any]]:
+        resp = self.request("GET", f"/v1/sessions/{session_id}/events", params={"after": after})
+        assert resp.status_code == 200, resp.text
+        return resp.json()["events"]

@@ -64,9 +64,12 @@ class BrainConfig:
         return config
 
     def validate(self) -> None:
+        from brain.models import make_provider
+
         for name, spec in self.models.items():
             if spec.get("provider") not in MODEL_PROVIDERS:
                 raise ConfigError(f"models.{name}: provider must be one of {MODEL_PROVIDERS}")
+            make_provider(name, {"name": name, **spec}, environ={})  # refuses a bad table now
         for name, spec in self.tools.items():
             if spec.get("route") not in TOOL_ROUTES:
                 raise ConfigError(f"tools.{name}: route must be one of {TOOL_ROUTES}")
@@ -139,6 +142,15 @@ def _require_names(field: str, names: list[Any], known: dict[str, Any]) -> None:
         raise InvalidRequest(f"{field}: names must not repeat")
 
 
+def _resolve_relative_paths(kind: str, spec: dict[str, Any], base_dir: Path) -> None:
+    """Paths in a configuration file mean the same wherever `brain serve` is started."""
+    key = {"agentloops": "path", "models": "script_file"}.get(kind)
+    value = spec.get(key) if key else None
+    if not isinstance(value, str) or value.startswith(BUILTIN_AGENTLOOP_PREFIX):
+        return
+    spec[key] = str((base_dir / value).resolve())
+
+
 def _merge(
     merged: dict[str, dict[str, dict[str, Any]]],
     data: dict[str, Any],
@@ -154,8 +166,6 @@ def _merge(
             if not isinstance(spec, dict):
                 raise ConfigError(f"{origin}: [{kind}.{name}] must be a table")
             spec = dict(spec)
-            if kind == "agentloops" and base_dir is not None:
-                path = spec.get("path")
-                if isinstance(path, str) and not path.startswith(BUILTIN_AGENTLOOP_PREFIX):
-                    spec["path"] = str((base_dir / path).resolve())
+            if base_dir is not None:
+                _resolve_relative_paths(kind, spec, base_dir)
             merged[kind][name] = spec

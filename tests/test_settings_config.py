@@ -8,7 +8,7 @@ import pytest
 
 from brain import errors
 from brain.config import BrainConfig, ConfigError
-from brain.settings import SETTINGS, Settings, SettingError, markdown_table
+from brain.settings import SETTINGS, SettingError, Settings, markdown_table
 
 
 def test_defaults_match_the_contract() -> None:

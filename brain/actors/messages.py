@@ -103,6 +103,20 @@ class IdleTimeout:
     generation: int
 
 
+@dataclass(frozen=True)
+class TurnDeadline:
+    """Session → itself: BRAIN_MAX_TURN_SECS elapsed for this turn."""
+
+    turn: int
+
+
+@dataclass(frozen=True)
+class CancelGrace:
+    """Session → itself: executors had their bounded time to confirm a cancellation."""
+
+    turn: int
+
+
 # --- effects -------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from brain.actors.bridge import ThreadBridge
 from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     CancelEffect,
+    CancelGrace,
     CancelTurn,
     CreateSession,
     DeleteSession,
@@ -34,6 +35,7 @@ from brain.actors.messages import (
     Reply,
     RunModelCall,
     StartTurn,
+    TurnDeadline,
 )
 from brain.actors.trace import trace_message
 from brain.actors.turn import ActivationFinished, ActiveTurn, PendingHostCall, start_activation
@@ -45,6 +47,8 @@ from brain.sessions.views import session_view, turn_result
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
+
+CANCEL_GRACE_SECS = 10.0  # bounded wait for executors to confirm a cancellation
 
 _runtime = None
 
@@ -122,6 +126,8 @@ class SessionActor(ActorTypeDispatcher):
         trace_message("session", msg)
         turn = self.turn
         call = turn.pending_effects.pop(msg.started, None) if turn else None
+        if turn is not None:
+            turn.pending_kinds.pop(msg.started, None)
         if call is None:
             log.warning("session %s: outcome for unknown model call %s", self.session_id,
                         msg.started)
@@ -145,6 +151,15 @@ class SessionActor(ActorTypeDispatcher):
         if isinstance(payload, IdleTimeout) and payload.generation == self.idle_generation:
             self.release_wanted = True
             self._release_if_idle()
+        elif isinstance(payload, TurnDeadline) and self._is_current(payload.turn):
+            self._stop_turn("timeout")
+        elif isinstance(payload, CancelGrace) and self._is_current(payload.turn):
+            for started in list(self.turn.pending_effects):
+                self._fail_pending(started, "unknown",
+                                   "the executor did not confirm cancellation in time")
+
+    def _is_current(self, turn: int) -> bool:
+        return self.turn is not None and self.turn.sequence == turn
 
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
         self._close_journal()
@@ -253,6 +268,8 @@ class SessionActor(ActorTypeDispatcher):
                                reply_to=msg.reply_to if command.mode == "send" else None,
                                request_id=msg.request_id, deadline=deadline)
         self.release_wanted = False
+        if max_secs:
+            self.wakeupAfter(float(max_secs), TurnDeadline(turn_seq))
         if command.mode == "submit":
             self._reply(msg.reply_to, msg.request_id,
                         body={"session_id": self.session_id, "sequence": turn_seq})
@@ -285,8 +302,7 @@ class SessionActor(ActorTypeDispatcher):
             return
         [record] = self._commit([{"kind": "cancel_requested", "turn": turn.sequence}])
         turn.cancelled = True
-        for started in list(turn.pending_effects):
-            self.send(self._executor(), CancelEffect(self.session_id, started))
+        self._stop_turn("cancelled")
         self._reply(msg.reply_to, msg.request_id,
                     body={"session_id": self.session_id, "sequence": record["seq"]})
 
@@ -379,6 +395,10 @@ class SessionActor(ActorTypeDispatcher):
         if handler is None:
             call.respond(_host_error("invalid_request", f"unknown op {op!r}"))
             return
+        stopping = self.turn.stopping_error()
+        if stopping is not None and op in EFFECT_OPS:
+            call.respond(_host_error(stopping["code"], stopping["message"]))
+            return
         try:
             result = handler(call)
         except errors.BrainError as exc:
@@ -438,8 +458,6 @@ class SessionActor(ActorTypeDispatcher):
             turn.forced_error = {"code": "model_call_limit",
                                  "message": f"more than {limit} model calls in one turn"}
             raise errors.BrainError(turn.forced_error["message"], code="model_call_limit")
-        if turn.cancelled:
-            raise errors.BrainError("the turn was cancelled", code="cancelled")
         messages = _messages_arg(call.op)
         tools = self._offered_tools(call.op.get("tools"))
         options = call.op.get("options") or {}
@@ -457,6 +475,7 @@ class SessionActor(ActorTypeDispatcher):
             "options": options,
         }])
         turn.pending_effects[started["seq"]] = call
+        turn.pending_kinds[started["seq"]] = "model_call"
         request = {"messages": messages, "tools": tools, "options": options}
         self.send(self._executor(),
                   RunModelCall(self.session_id, started["seq"], model, request, self.myAddress))
@@ -487,19 +506,37 @@ class SessionActor(ActorTypeDispatcher):
                                                     globalName=MODEL_EXECUTOR_GLOBAL_NAME)
         return self._model_executor
 
+    def _stop_turn(self, reason: str) -> None:
+        """Cancellation, by request or by the wall deadline: forward it, then wait, bounded."""
+        turn = self.turn
+        if turn is None or turn.stop_reason is not None:
+            return
+        turn.stop_reason = reason
+        for started in list(turn.pending_effects):
+            self.send(self._executor(), CancelEffect(self.session_id, started))
+        self.wakeupAfter(CANCEL_GRACE_SECS, CancelGrace(turn.sequence))
+
+    def _fail_pending(self, started: int, outcome: str, message: str) -> None:
+        """Record an outstanding effect's outcome ourselves and release the waiting guest."""
+        turn = self.turn
+        call = turn.pending_effects.pop(started)
+        kind = turn.pending_kinds.pop(started, "model_call")
+        record: dict[str, Any] = {"kind": f"{kind}_failed", "started": started,
+                                  "error": {"message": message}, "outcome": outcome}
+        if kind == "tool_call":
+            record["result"] = {"content": message, "is_error": True}
+        self._commit([record])
+        call.respond(_host_error(outcome if outcome != "unknown" else "effect_unknown", message))
+
     # --- turn completion --------------------------------------------------------------------
 
     def _finish_turn(self, finished: ActivationFinished) -> None:
         turn = self.turn
         if turn is None or finished.turn != turn.sequence:
             return
-        for started, call in list(turn.pending_effects.items()):
+        for started in list(turn.pending_effects):
             # The guest stopped while an effect was out: its outcome can no longer be known.
-            self._commit([{"kind": "model_call_failed", "started": started,
-                           "error": {"message": "the activation ended first"},
-                           "outcome": "unknown"}])
-            call.respond(_host_error("cancelled", "the activation ended"))
-        turn.pending_effects.clear()
+            self._fail_pending(started, "unknown", "the activation ended first")
         records: list[dict[str, Any]] = []
         if finished.error is not None:
             records.append({"kind": "activation_failed", "started": turn.activation,
@@ -512,8 +549,8 @@ class SessionActor(ActorTypeDispatcher):
             output = finished.result.get("output")
             records.append({"kind": "turn_ended", "started": turn.sequence, "output": output})
         else:
-            if turn.cancelled and error.get("code") != "turn_timeout":
-                error = {"code": "cancelled", "message": "the turn was cancelled"}
+            if not turn.forced_error and turn.stop_reason is not None:
+                error = turn.stopping_error()
             records.append({"kind": "turn_failed", "started": turn.sequence, "error": error})
         self._commit(records)
         self.turn = None
@@ -557,6 +594,9 @@ class SessionActor(ActorTypeDispatcher):
         if (self.release_wanted or self.writer is None) and self.turn is None \
                 and self.registry is not None:
             self.send(self.registry, ReleaseMe(self.session_id, self.handled))
+
+
+EFFECT_OPS = frozenset({"model.call", "tools.call"})
 
 
 def _host_error(code: str, message: str) -> dict[str, Any]:

@@ -48,7 +48,16 @@ class ActiveTurn:
     model_calls: int = 0
     forced_error: dict[str, Any] | None = None
     pending_effects: dict[int, PendingHostCall] = field(default_factory=dict)
+    pending_kinds: dict[int, str] = field(default_factory=dict)
     cancelled: bool = False
+    stop_reason: str | None = None  # "cancelled" or "timeout" once Brain is stopping the turn
+
+    def stopping_error(self) -> dict[str, Any] | None:
+        if self.stop_reason == "timeout":
+            return {"code": "turn_timeout", "message": "the turn exceeded BRAIN_MAX_TURN_SECS"}
+        if self.stop_reason == "cancelled":
+            return {"code": "cancelled", "message": "the turn was cancelled"}
+        return None
 
 
 def start_activation(

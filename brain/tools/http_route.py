@@ -69,6 +69,8 @@ class Target:
         path = parts.path or "/"
         if parts.query:
             path = f"{path}?{parts.query}"
+        if not all(33 <= ord(ch) < 127 for ch in path + parts.hostname):
+            raise _Stop("error", "http tool url must be percent-encoded ASCII")
         return cls(tls, parts.hostname, port, path)
 
     def host_header(self) -> str:

@@ -40,6 +40,8 @@ BUSY_TIMEOUT_MS = 5000
 MAX_BUSY_NAP_SECS = 0.002
 SWEEP_BATCH = 500
 _SCHEMA_VERSION = 1
+_KEY = "principal, operation, session_id, key"
+_ROW = "principal = ? AND operation = ? AND session_id = ? AND key = ?"
 _SETUP_LOCK = threading.Lock()  # guards only the per-process setup in `_process_lock`
 
 _SCHEMA = """
@@ -49,7 +51,7 @@ CREATE TABLE IF NOT EXISTS claims (
     session_id  TEXT NOT NULL,      -- '' for create, which has no session yet
     key         TEXT NOT NULL,
     fingerprint TEXT NOT NULL,
-    token       TEXT NOT NULL UNIQUE,
+    token       TEXT NOT NULL,      -- which claim of this key: a reclaimed key gets another
     boot_id     TEXT NOT NULL,
     pid         INTEGER NOT NULL,
     pid_start   TEXT NOT NULL,      -- /proc starttime of pid, so a reused pid is not mistaken
@@ -59,7 +61,7 @@ CREATE TABLE IF NOT EXISTS claims (
     body        BLOB,
     answered_at REAL,
     PRIMARY KEY (principal, operation, session_id, key)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS claims_answered ON claims (answered_at)
     WHERE answered_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS claims_open ON claims (claimed_at) WHERE answered_at IS NULL;
@@ -82,7 +84,11 @@ class Answer:
 
 @dataclass(frozen=True)
 class Claim:
-    """The result of `IdempotencyStore.claim`; `token` names the stored row, not just its key."""
+    """The result of `IdempotencyStore.claim`.
+
+    `token` tells this claim from a later claim of the same key (after `abandon` or expiry), so
+    a late `complete` or `abandon` can never touch a row it did not create.
+    """
 
     outcome: Outcome
     principal: str
@@ -221,12 +227,11 @@ class IdempotencyStore:
                 return Claim(Outcome.NEW, principal, operation, session_id, key, token)
             row = conn.execute(
                 "SELECT fingerprint, token, boot_id, pid, pid_start, claimed_at, status,"
-                " headers, body, answered_at FROM claims"
-                " WHERE principal = ? AND operation = ? AND session_id = ? AND key = ?",
+                f" headers, body, answered_at FROM claims WHERE {_ROW}",
                 (*scope, key),
             ).fetchone()
             if self._expired(row, now):
-                conn.execute("DELETE FROM claims WHERE token = ?", (row[1],))
+                conn.execute(f"DELETE FROM claims WHERE {_ROW}", (*scope, key))
                 if not self._insert(conn, values):
                     raise RuntimeError("an expired idempotency claim could not be replaced")
                 return Claim(Outcome.NEW, principal, operation, session_id, key, token)
@@ -252,11 +257,12 @@ class IdempotencyStore:
         if not 100 <= status <= 599:
             raise ValueError("status must be an HTTP status code")
         pairs = [[str(name), str(value)] for name, value in headers]
+        answer = (status, json.dumps(pairs), bytes(body), self._clock())
         with self._transaction() as conn:
             cursor = conn.execute(
                 "UPDATE claims SET status = ?, headers = ?, body = ?, answered_at = ?"
-                " WHERE token = ? AND status IS NULL",
-                (status, json.dumps(pairs), bytes(body), self._clock(), claim.token),
+                f" WHERE {_ROW} AND token = ? AND status IS NULL",
+                (*answer, *_row_of(claim), claim.token),
             )
             if cursor.rowcount != 1:
                 raise ValueError("the claim is not open: completed or abandoned already")
@@ -270,7 +276,10 @@ class IdempotencyStore:
         if claim.outcome is not Outcome.NEW:
             raise ValueError("only a NEW claim can be abandoned")
         with self._transaction() as conn:
-            conn.execute("DELETE FROM claims WHERE token = ? AND status IS NULL", (claim.token,))
+            conn.execute(
+                f"DELETE FROM claims WHERE {_ROW} AND token = ? AND status IS NULL",
+                (*_row_of(claim), claim.token),
+            )
 
     def sweep(self, now: float | None = None) -> int:
         """Delete expired answers and expired dead claims; return how many rows went.
@@ -283,7 +292,7 @@ class IdempotencyStore:
         while True:
             with self._transaction() as conn:
                 cursor = conn.execute(
-                    "DELETE FROM claims WHERE rowid IN (SELECT rowid FROM claims"
+                    f"DELETE FROM claims WHERE ({_KEY}) IN (SELECT {_KEY} FROM claims"
                     " WHERE answered_at IS NOT NULL AND answered_at < ? LIMIT ?)",
                     (cutoff, SWEEP_BATCH),
                 )
@@ -293,14 +302,14 @@ class IdempotencyStore:
             time.sleep(0)  # let other greenlets run between batches under gevent
         with self._transaction() as conn:
             open_rows = conn.execute(
-                "SELECT token, boot_id, pid, pid_start FROM claims"
+                f"SELECT {_KEY}, boot_id, pid, pid_start FROM claims"
                 " WHERE answered_at IS NULL AND claimed_at < ?",
                 (cutoff,),
             ).fetchall()
-            for token, boot_id, pid, pid_start in open_rows:
+            for *row_key, boot_id, pid, pid_start in open_rows:
                 if not self._claimer_alive(boot_id, pid, pid_start):
                     removed += conn.execute(
-                        "DELETE FROM claims WHERE token = ? AND answered_at IS NULL", (token,)
+                        f"DELETE FROM claims WHERE {_ROW} AND answered_at IS NULL", row_key
                     ).rowcount
         return removed
 
@@ -329,7 +338,7 @@ class IdempotencyStore:
         cursor = conn.execute(
             "INSERT INTO claims (principal, operation, session_id, key, fingerprint, token,"
             " boot_id, claimed_at, pid, pid_start) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (principal, operation, session_id, key) DO NOTHING",
+            f" ON CONFLICT ({_KEY}) DO NOTHING",
             (*values, self._pid, self._pid_start),
         )
         return cursor.rowcount == 1
@@ -450,6 +459,10 @@ def _scope(principal: str, operation: str, session_id: str | None) -> tuple[str,
     if session_id == "":
         raise ValueError("session_id must not be empty")
     return principal, operation, session_id or ""
+
+
+def _row_of(claim: Claim) -> tuple[str, str, str, str]:
+    return (*_scope(claim.principal, claim.operation, claim.session_id), claim.key)
 
 
 def _fsync_dir(directory: Path) -> None:

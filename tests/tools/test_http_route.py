@@ -301,7 +301,16 @@ def test_each_call_sends_exactly_one_request():
 
 
 @pytest.mark.parametrize(
-    "url", [None, "ftp://127.0.0.1/x", "https-ish", "http://127.0.0.1:99999/x", "http:///x"]
+    "url",
+    [
+        None,
+        "ftp://127.0.0.1/x",
+        "https-ish",
+        "http://127.0.0.1:99999/x",
+        "http:///x",
+        "http://127.0.0.1:1/a b",
+        "http://127.0.0.1:1/caf\u00e9",
+    ],
 )
 def test_bad_url_is_error(url):
     assert_failed(call(url), "error")
@@ -312,3 +321,10 @@ def test_input_that_is_not_json_is_error():
         assert_failed(call(server.url, {"x": {1, 2}}), "error")
         time.sleep(0.1)
         assert server.connections == 0
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:1/a b", "http://127.0.0.1:1/caf\u00e9"])
+def test_url_with_raw_spaces_or_non_ascii_is_refused_before_connecting(url):
+    result = call(url)
+    assert_failed(result, "error")
+    assert "percent-encoded" in result.content

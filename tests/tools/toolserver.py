@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Callable
@@ -65,9 +66,17 @@ def answers(conn: Conn, req: Received) -> None:
 class ToolServer:
     """Listens on a fresh port; `behaviour` decides what each request gets."""
 
-    def __init__(self, behaviour: Behaviour = answers, *, read_body: bool = True) -> None:
+    def __init__(
+        self,
+        behaviour: Behaviour = answers,
+        *,
+        read_body: bool = True,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.behaviour = behaviour
         self.read_body = read_body
+        self.tls = tls
+        self.handshakes = 0
         self.requests: list[Received] = []
         self.connections = 0
         self.errors: list[BaseException] = []
@@ -78,7 +87,8 @@ class ToolServer:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._listener.settimeout(0.05)
         self.port = self._listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}/tool"
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}/tool"
         self._start(self._accept_loop)
 
     def __enter__(self) -> ToolServer:
@@ -107,8 +117,13 @@ class ToolServer:
 
     def _serve(self, sock: socket.socket) -> None:
         sock.settimeout(JOIN_S)
-        conn = Conn(sock, self._stopping)
         try:
+            if self.tls is not None:
+                sock = self.tls.wrap_socket(sock, server_side=True)
+                with self._lock:
+                    self.handshakes += 1
+                    self._socks.append(sock)
+            conn = Conn(sock, self._stopping)
             req = self._read_request(sock)
             if req is None:
                 return

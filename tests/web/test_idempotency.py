@@ -357,3 +357,20 @@ def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     assert replay.answer == idempotency.Answer(200, [("X-Pid", "child")], b"child")
     with pytest.raises(errors.RequestInProgress):
         claim_send(store)
+
+
+def test_a_stale_claim_never_touches_a_later_claim_of_its_key(tmp_path: Path) -> None:
+    clock = Clock()
+    store = open_store(tmp_path, clock=clock, retention_secs=60)
+    old = claim_send(store)
+    store.complete(old, 200, [], b"old")
+    clock.now += 61
+    new = claim_send(store)
+    assert new.outcome is Outcome.NEW and new.token != old.token
+    store.abandon(old)
+    with pytest.raises(ValueError):
+        store.complete(old, 200, [], b"stale")
+    with pytest.raises(errors.RequestInProgress):
+        claim_send(store)
+    store.complete(new, 201, [], b"new")
+    assert claim_send(store).answer == idempotency.Answer(201, [], b"new")

@@ -1,0 +1,90 @@
+"""Turn limits and cancellation (sessions.md "Turns"), through a real server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import BrainServer
+from tests.support.waiting import wait_for
+
+SLOW_MODEL = """
+[models.slow]
+provider = "scripted"
+script = [ { text = "too late", delay_ms = 20000 } ]
+"""
+
+
+@pytest.fixture
+def slow_server(tmp_path: Path):  # type: ignore[no-untyped-def]
+    config = tmp_path / "brain.toml"
+    config.write_text(SLOW_MODEL)
+    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
+                                                 "BRAIN_MAX_TURN_SECS": "3"}).start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def submit(server: BrainServer, sid: str, text: str) -> dict:
+    resp = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": text},
+                          headers={"Prefer": "respond-async"})
+    assert resp.status_code == 202, resp.text
+    assert resp.headers["Preference-Applied"] == "respond-async"
+    assert resp.headers["Location"] == f"/v1/sessions/{sid}"
+    return resp.json()
+
+
+def events_by_kind(server: BrainServer, sid: str) -> dict[str, list[dict]]:
+    grouped: dict[str, list[dict]] = {}
+    for event in server.events(sid):
+        grouped.setdefault(event["kind"], []).append(event)
+    return grouped
+
+
+def test_cancel_during_a_slow_model_call(slow_server: BrainServer) -> None:
+    s = slow_server
+    sid = s.create_session(model="slow")["id"]
+    receipt = submit(s, sid, "take your time")
+    assert receipt["session_id"] == sid
+    wait_for(lambda: "model_call_started" in events_by_kind(s, sid), what="model call")
+    busy = s.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "again"},
+                     headers={"Prefer": "respond-async"})
+    assert (busy.status_code, busy.json()["error"]["code"]) == (409, "session_busy")
+    cancel = s.request("POST", f"/v1/sessions/{sid}/cancel")
+    assert cancel.status_code == 202
+    assert cancel.json()["sequence"] > receipt["sequence"]
+    wait_for(lambda: s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle",
+             timeout=15, what="idle after cancel")
+    grouped = events_by_kind(s, sid)
+    assert grouped["cancel_requested"][0]["data"]["turn"] == receipt["sequence"]
+    [failed_call] = grouped["model_call_failed"]
+    assert failed_call["data"]["outcome"] == "cancelled"
+    assert failed_call["data"]["started"] == grouped["model_call_started"][0]["sequence"]
+    [turn_failed] = grouped["turn_failed"]
+    assert turn_failed["data"]["error"]["code"] == "cancelled"
+    assert turn_failed["data"]["started"] == receipt["sequence"]
+    # The session stays available for another turn.
+    assert s.send(sid, "hello again")["status"] in ("ended", "failed")
+
+
+def test_turn_wall_deadline_cancels_and_fails_the_turn(slow_server: BrainServer) -> None:
+    s = slow_server
+    sid = s.create_session(model="slow")["id"]
+    result = s.send(sid, "this will not finish in 3 s")
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == "turn_timeout"
+    grouped = events_by_kind(s, sid)
+    assert grouped["model_call_failed"][0]["data"]["outcome"] == "cancelled"
+    assert grouped["turn_failed"][0]["data"]["error"]["code"] == "turn_timeout"
+    assert s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle"
+
+
+def test_cancel_while_idle_is_a_no_op(brain_server: BrainServer) -> None:
+    sid = brain_server.create_session()["id"]
+    before = brain_server.events(sid)
+    resp = brain_server.request("POST", f"/v1/sessions/{sid}/cancel")
+    assert (resp.status_code, resp.json()) == (200, {"session_id": sid, "sequence": None})
+    assert brain_server.events(sid) == before

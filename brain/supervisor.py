@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 from brain.config import BrainConfig
+from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
+from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
 
 ACTOR_READY_TIMEOUT_SECS = 60.0
@@ -120,7 +122,22 @@ class Supervisor:
                 return True
         return False
 
+    def drain(self) -> None:
+        """Stop admitting work, then wait (bounded) for admitted turns to finish."""
+        start_draining(self.settings.data_path)
+        deadline = time.monotonic() + self.settings.drain_secs
+        while time.monotonic() < deadline:
+            if self.boot is None or self.boot.poll() is not None:
+                return
+            if not sessions_in_flight(self.settings.sessions_path):
+                return
+            time.sleep(0.1)
+        print("brain serve: drain deadline reached; unfinished turns will be recorded as "
+              "interrupted at the next start", file=sys.stderr)
+
     def stop(self) -> None:
+        if self.web is not None and self.web.poll() is None and self.stopping:
+            self.drain()
         doomed = descendants(os.getpid())
         if self.web is not None and self.web.poll() is None:
             self.web.send_signal(signal.SIGTERM)
@@ -171,6 +188,7 @@ def serve() -> int:
     settings.data_path.mkdir(parents=True, exist_ok=True)
     ensure_operator_token(settings)
     clear_live_sockets(settings)
+    stop_draining(settings.data_path)
     return Supervisor(settings).run()
 
 

@@ -205,6 +205,25 @@ bg_span bg_json_str_body(bg_span value) {
     return r;
 }
 
+int bg_json_int(bg_span value, int64_t *out) {
+    bg_span v = bg_trim(value);
+    size_t i = 0;
+    int negative = v.n > 0 && v.p[0] == '-';
+    if (negative) i++;
+    if (i >= v.n) return 0;
+    uint64_t limit = negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    uint64_t u = 0;
+    for (; i < v.n; i++) {
+        char c = v.p[i];
+        if (c < '0' || c > '9') return 0;
+        uint64_t digit = (uint64_t)(c - '0');
+        if (u > (limit - digit) / 10) return 0;
+        u = u * 10 + digit;
+    }
+    *out = negative ? (int64_t)(0 - u) : (int64_t)u;
+    return 1;
+}
+
 static int hex4(const char *p, const char *end, uint32_t *out) {
     if (end - p < 4) return 0;
     uint32_t v = 0;

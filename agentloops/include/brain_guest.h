@@ -80,6 +80,8 @@ int bg_json_str_eq(bg_span value, const char *lit);
 /* The bytes between the quotes of a JSON string value, still escaped (empty if not a
  * string). Concatenating such bodies and quoting the result is itself a valid JSON string. */
 bg_span bg_json_str_body(bg_span value);
+/* 1 and the value when value is a JSON integer that fits int64 (no fraction or exponent). */
+int bg_json_int(bg_span value, int64_t *out);
 /* Append the decoded UTF-8 text of a JSON string value to out; returns 0 if not a string. */
 int bg_json_str_decode(bg_span value, bg_buf *out);
 

@@ -16,6 +16,7 @@ import threading
 
 from brain.actors.confine import confine_thespian
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Recover, ToSession
+from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
 
 THESPIAN_LOGGING = {
@@ -43,23 +44,6 @@ def actor_capabilities(settings: Settings) -> dict[str, object]:
     return {"Admin Port": settings.actor_port}
 
 
-def sessions_to_recover(settings: Settings) -> list[str]:
-    """Sessions whose last state says work was in flight when the process stopped."""
-    from brain.journal import JournalError, SessionReader
-
-    found = []
-    if not settings.sessions_path.is_dir():
-        return found
-    for session_dir in sorted(settings.sessions_path.iterdir()):
-        try:
-            status = SessionReader(session_dir).status()["status"]
-        except (JournalError, OSError, KeyError):
-            continue
-        if status in ("creating", "running", "ending"):
-            found.append(session_dir.name)
-    return found
-
-
 def main() -> int:
     settings = Settings.from_env()
     logging.basicConfig(level=logging.WARNING)
@@ -76,7 +60,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
-        for session_id in sessions_to_recover(settings):
+        for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
         print("ready", flush=True)
         while not stop.wait(1.0):

@@ -74,6 +74,7 @@ class SessionActor(ActorTypeDispatcher):
         self.projection: Any = None
         self.bridge = ThreadBridge()
         self.turn: ActiveTurn | None = None
+        self.waiting_ends: list[Delivered] = []  # end waits for active work
         self.release_wanted = False
         self.idle_generation = 0
         self._model_executor: Any = None
@@ -313,7 +314,8 @@ class SessionActor(ActorTypeDispatcher):
             self._reply(msg.reply_to, msg.request_id, body=self._view())
             return
         if self.turn is not None:
-            raise errors.SessionBusy("a turn is active; cancel it or wait before ending")
+            self.waiting_ends.append(msg)  # answered when the turn has finished
+            return
         self._commit([{"kind": "session_ending"}])
         for environment in self.projection.config.get("environments", []):
             [started] = self._commit([{"kind": "environment_op_started",
@@ -559,6 +561,12 @@ class SessionActor(ActorTypeDispatcher):
                         body=turn_result(self.session_id, turn.sequence, records[-1]))
         self._checkpoint()
         self._schedule_release()
+        waiting, self.waiting_ends = self.waiting_ends, []
+        for end in waiting:
+            try:
+                self._end(end)
+            except errors.BrainError as exc:
+                self._reply(end.reply_to, end.request_id, error=exc)
 
     # --- replies and release ----------------------------------------------------------------
 

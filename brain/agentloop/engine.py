@@ -1,12 +1,13 @@
 """One wasmtime Engine per process, made safe for Brain's forking actor processes.
 
-Why it is built this way (docs/stack-notes.md):
+Why it is built this way (stack-notes, /work/shared/spec/stack-notes.md):
 - Actors are forked processes. A compile after fork hangs forever if the parent compiled with
   parallel compilation (Hazard 4), so this Engine compiles on the calling thread only.
 - A FuncType reused across two Engines aborts the whole process (Hazard 5), so every wasmtime
   type the host defines is built here, per Engine, and never shared.
 - Epoch interruption stops a guest that never returns; one daemon thread per Engine advances
-  the epoch every `TICK_SECS`, so a deadline is a number of ticks.
+  the epoch every `TICK_SECS`, so a deadline is a number of ticks. The ticker sleeps while no
+  activation runs: an idle actor process should not wake up a hundred times a second.
 - The Engine is created lazily and remembered per process id: a child forked from a process
   that already had one gets its own (the parent's ticker thread does not survive the fork).
 """
@@ -17,6 +18,8 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import wasmtime
 
@@ -44,10 +47,30 @@ class ProcessEngine:
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_func("brain", "call", call_type, brain_call, access_caller=True)
         self.modules = ModuleCache(self.engine, self.linker)
-        self._ticker = threading.Thread(
-            target=_tick, args=(self.engine,), name="agentloop-epoch", daemon=True
-        )
+        self._running = 0
+        self._wake = threading.Condition()
+        self._ticker = threading.Thread(target=self._tick, name="agentloop-epoch", daemon=True)
         self._ticker.start()
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Mark an activation as running, so the epoch advances while it does."""
+        with self._wake:
+            self._running += 1
+            self._wake.notify()
+        try:
+            yield
+        finally:
+            with self._wake:
+                self._running -= 1
+
+    def _tick(self) -> None:
+        while True:
+            with self._wake:
+                while self._running == 0:
+                    self._wake.wait()
+            time.sleep(TICK_SECS)
+            self.engine.increment_epoch()
 
     def deadline_ticks(self, deadline: float | None) -> int:
         """Epoch ticks from now until `deadline` (a time.monotonic() value), rounded up.
@@ -59,12 +82,6 @@ class ProcessEngine:
             return NO_DEADLINE_TICKS
         remaining = deadline - time.monotonic()
         return max(1, math.ceil(remaining / TICK_SECS) + 1)
-
-
-def _tick(engine: wasmtime.Engine) -> None:
-    while True:
-        time.sleep(TICK_SECS)
-        engine.increment_epoch()
 
 
 _lock = threading.Lock()

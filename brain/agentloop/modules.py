@@ -132,8 +132,9 @@ def check_abi(module: wasmtime.Module, name: str) -> None:
                 f"{HOST_IMPORT_TEXT}"
             )
         if not isinstance(ty, wasmtime.FuncType) or _signature(ty) != want_sig:
-            raise loop_error(f"{name} imports brain.call with the wrong type; expected "
-                             f"{HOST_IMPORT_TEXT}")
+            raise loop_error(
+                f"{name} imports brain.call with the wrong type; expected {HOST_IMPORT_TEXT}"
+            )
 
 
 def _signature(ty: wasmtime.FuncType) -> tuple[list[str], list[str]]:

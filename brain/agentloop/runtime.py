@@ -16,7 +16,7 @@ from typing import Any
 import wasmtime
 
 from brain.agentloop import abi
-from brain.agentloop.engine import ProcessEngine, current_engine
+from brain.agentloop.engine import current_engine
 from brain.agentloop.errors import AgentloopError, loop_error, timeout_error
 from brain.agentloop.hostcall import Activation, HostCall, StopActivation, current
 from brain.agentloop.memory import GuestMemory, as_u32
@@ -86,17 +86,14 @@ class AgentloopRuntime:
         activation.rearm()
         token = current.set(activation)
         try:
-            ptr, length = self._run(process, compiled, activation, data)
+            with process.running():
+                ptr, length = self._run(compiled, activation, data)
         finally:
             current.reset(token)
-        return self._result(activation, ptr, length, os.fspath(module_path))
+        return self._result(activation, ptr, length)
 
     def _run(
-        self,
-        process: ProcessEngine,
-        compiled: CompiledModule,
-        activation: Activation,
-        data: bytes,
+        self, compiled: CompiledModule, activation: Activation, data: bytes
     ) -> tuple[int, int]:
         store = activation.store
         try:
@@ -137,9 +134,7 @@ class AgentloopRuntime:
             hint += ": near the limit, where memory.grow fails"
         return hint + ")"
 
-    def _result(
-        self, activation: Activation, ptr: int, length: int, name: str
-    ) -> dict[str, Any]:
+    def _result(self, activation: Activation, ptr: int, length: int) -> dict[str, Any]:
         if length > self.max_payload_bytes:
             raise loop_error(
                 f"brain_activate returned {length} bytes, over the "
@@ -152,8 +147,7 @@ class AgentloopRuntime:
             result = abi.decode(raw)
         except ValueError as exc:
             raise loop_error(
-                f"brain_activate returned output that is not UTF-8 JSON ({exc}): "
-                f"{abi.preview(raw)}"
+                f"brain_activate returned output that is not UTF-8 JSON ({exc}): {abi.preview(raw)}"
             ) from None
         return check_result(result)
 
@@ -178,9 +172,7 @@ def check_result(result: Any) -> dict[str, Any]:
                 'brain_activate returned status "failed" without error {code, message} strings'
             )
         return {"status": "failed", "error": {"code": error["code"], "message": error["message"]}}
-    raise loop_error(
-        f'brain_activate returned status {status!r}; expected "completed" or "failed"'
-    )
+    raise loop_error(f'brain_activate returned status {status!r}; expected "completed" or "failed"')
 
 
 __all__ = ["AgentloopRuntime", "AgentloopError", "check_result"]

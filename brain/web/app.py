@@ -10,7 +10,7 @@ from brain.settings import Settings
 from brain.web import errors as web_errors
 from brain.web.gateway import ActorGateway
 from brain.web.live_hub import LiveHub
-from brain.web.middleware import AuthMiddleware, RequestIdMiddleware
+from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
 from brain.web.resources.lifecycle import CancelResource, EndResource, TokensResource
@@ -24,7 +24,8 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
         hub = LiveHub(settings.data_path)
         hub.start()
     app = falcon.App(
-        middleware=[RequestIdMiddleware(), AuthMiddleware(operator_token, settings.sessions_path)],
+        middleware=[RequestIdMiddleware(), AuthMiddleware(operator_token, settings.sessions_path),
+                    DrainMiddleware(settings.data_path)],
     )
     app.req_options.strip_url_path_trailing_slash = True
     web_errors.install(app)

@@ -395,6 +395,7 @@ class IdempotencyStore:
         return self._conn
 
     def _open(self) -> sqlite3.Connection:
+        """Open, set WAL + FULL sync, create the schema; SQLite's busy_timeout covers setup."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         created = not self.path.exists()
         conn = sqlite3.connect(
@@ -414,6 +415,11 @@ class IdempotencyStore:
                 conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
             conn.execute("COMMIT")
+            # From here on every statement runs inside BEGIN IMMEDIATE, whose wait for the write
+            # lock `_begin_immediate` does cooperatively, bounded by the same BUSY_TIMEOUT_MS. In
+            # WAL mode nothing waits once that lock is held (commit-time checkpoints are passive),
+            # so SQLite's blocking handler is switched off rather than toggled per transaction.
+            conn.execute("PRAGMA busy_timeout = 0")
         except BaseException:
             conn.close()
             raise
@@ -428,24 +434,20 @@ def _begin_immediate(conn: sqlite3.Connection) -> None:
     SQLite's own busy handler sleeps inside C, which stalls every greenlet of a gevent worker, and
     backs off to 100 ms naps while other workers keep taking the lock (measured: a 1.5 s stall
     with four workers). `time.sleep` is a yield under gevent, and the short capped naps keep the
-    wait fair. The handler stays set for the rare busy states met after the lock is held.
+    wait fair. SQLite's own handler is therefore off outside `_open` (see there).
     """
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     nap = 0.0001
-    conn.execute("PRAGMA busy_timeout = 0")
-    try:
-        while True:
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
-                if not busy or time.monotonic() > deadline:
-                    raise
-            time.sleep(nap * random.uniform(0.5, 1.5))
-            nap = min(nap * 2, MAX_BUSY_NAP_SECS)
-    finally:
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    while True:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+        time.sleep(nap * random.uniform(0.5, 1.5))
+        nap = min(nap * 2, MAX_BUSY_NAP_SECS)
 
 
 def _scope(principal: str, operation: str, session_id: str | None) -> tuple[str, str, str]:

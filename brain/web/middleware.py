@@ -10,6 +10,7 @@ from typing import Any
 import falcon
 
 from brain import errors
+from brain.drain import is_draining
 from brain.web.credentials import session_of_token
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
@@ -19,6 +20,19 @@ class RequestIdMiddleware:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.request_id = "req_" + uuid.uuid4().hex
         resp.set_header("X-Request-Id", req.context.request_id)
+
+
+class DrainMiddleware:
+    """While draining, new work (create, message) is refused with 503; reads still answer."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any,
+                         params: dict[str, Any]) -> None:
+        if getattr(resource, "admits_work", False) and req.method == "POST" \
+                and is_draining(self._data_dir):
+            raise errors.Draining("the server is draining; retry on another instance or later")
 
 
 class AuthMiddleware:

@@ -54,10 +54,18 @@ def test_two_tool_calls_then_text(runtime: AgentloopRuntime) -> None:
     tool_message = {
         "role": "tool",
         "content": [
-            {"type": "tool_result", "tool_call_id": "call-1", "content": "an organ",
-             "is_error": False},
-            {"type": "tool_result", "tool_call_id": "call-2",
-             "content": {"say": [1, 2.5, None, True]}, "is_error": True},
+            {
+                "type": "tool_result",
+                "tool_call_id": "call-1",
+                "content": "an organ",
+                "is_error": False,
+            },
+            {
+                "type": "tool_result",
+                "tool_call_id": "call-2",
+                "content": {"say": [1, 2.5, None, True]},
+                "is_error": True,
+            },
         ],
     }
     after_asks = [USER_HI, asks]
@@ -68,10 +76,13 @@ def test_two_tool_calls_then_text(runtime: AgentloopRuntime) -> None:
         {"op": "transcript.set", "messages": [USER_HI]},
         {"op": "model.call", "messages": [USER_HI]},
         {"op": "transcript.set", "messages": after_asks},
-        {"op": "tools.call", "calls": [
-            {"name": "lookup", "input": {"word": "brain"}},
-            {"name": "echo", "input": {"say": [1, 2.5, None, True]}},
-        ]},
+        {
+            "op": "tools.call",
+            "calls": [
+                {"name": "lookup", "input": {"word": "brain"}},
+                {"name": "echo", "input": {"say": [1, 2.5, None, True]}},
+            ],
+        },
         {"op": "transcript.set", "messages": after_tools},
         {"op": "model.call", "messages": after_tools},
         {"op": "transcript.set", "messages": final},
@@ -103,7 +114,7 @@ TRICKY = [
     'quotes "inside" and \\backslashes\\ and \\"both\\"',
     "control \x00\x01\x08\t\n\x0b\x0c\r\x1b\x1f\x7f end",
     "non-ASCII: é ß 漢字 🎉 \u2028 \u2029 \ufeff",
-    "looks like JSON: {\"a\": [1, 2]}, \\u0041 is not an escape here",
+    'looks like JSON: {"a": [1, 2]}, \\u0041 is not an escape here',
     "/ solidus \\/ and </script>",
     "",
 ]
@@ -121,11 +132,15 @@ def test_json_escaping_round_trip(runtime: AgentloopRuntime, tricky: str) -> Non
     result = run(runtime, brain, tricky)
     assert result == {"status": "completed", "output": tricky + tricky}
     assert brain.messages[0] == {"role": "user", "content": [text(tricky)]}
-    assert brain.requests[4] == {"op": "tools.call",
-                                 "calls": [{"name": tricky, "input": {tricky: tricky}}]}
+    assert brain.requests[4] == {
+        "op": "tools.call",
+        "calls": [{"name": tricky, "input": {tricky: tricky}}],
+    }
     assert brain.messages[2]["content"][0] == {
-        "type": "tool_result", "tool_call_id": tricky,
-        "content": [tricky, {tricky: tricky}], "is_error": False,
+        "type": "tool_result",
+        "tool_call_id": tricky,
+        "content": [tricky, {tricky: tricky}],
+        "is_error": False,
     }
 
 
@@ -138,10 +153,12 @@ def test_lone_surrogate_from_host_does_not_break_the_loop(runtime: AgentloopRunt
 @pytest.mark.parametrize("op", ["transcript.read", "transcript.set", "model.call", "tools.call"])
 def test_host_error_fails_the_turn_with_its_code(runtime: AgentloopRuntime, op: str) -> None:
     brain = FakeBrain(replies=[assistant(tool_call("c", "echo", {})), assistant(text("x"))])
-    brain.errors[op] = {"error": {"code": "model_call_limit", "message": f"{op} \"refused\""}}
+    brain.errors[op] = {"error": {"code": "model_call_limit", "message": f'{op} "refused"'}}
     result = run(runtime, brain)
-    assert result == {"status": "failed",
-                      "error": {"code": "model_call_limit", "message": f"{op} \"refused\""}}
+    assert result == {
+        "status": "failed",
+        "error": {"code": "model_call_limit", "message": f'{op} "refused"'},
+    }
     assert brain.ops()[-1] == op
 
 

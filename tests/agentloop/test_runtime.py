@@ -48,7 +48,10 @@ def test_relay_round_trip(runtime: AgentloopRuntime, tmp_path: Path) -> None:
     brain = FakeBrain()
     brain.kv["k"] = {"nested": ["é", None]}
     result = activate(runtime, relay, {"op": "kv.read", "key": "k"}, brain)
-    assert result == {"status": "completed", "output": {"found": True, "value": {"nested": ["é", None]}}}
+    assert result == {
+        "status": "completed",
+        "output": {"found": True, "value": {"nested": ["é", None]}},
+    }
     assert brain.requests == [{"op": "kv.read", "key": "k"}]
 
 
@@ -67,8 +70,9 @@ def test_host_call_that_raises_gives_internal_error(
 def test_host_call_returning_non_json_gives_internal_error(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
-    result = activate(runtime, compile_guest("relay", tmp_path), {"op": "x"},
-                      lambda request: {"value": object()})
+    result = activate(
+        runtime, compile_guest("relay", tmp_path), {"op": "x"}, lambda request: {"value": object()}
+    )
     assert result["output"]["error"]["code"] == "internal"
 
 
@@ -76,8 +80,14 @@ def test_host_call_may_end_the_activation(runtime: AgentloopRuntime, tmp_path: P
     def host(request: dict) -> dict:
         raise AgentloopError("turn_timeout", "cancelled by the host")
 
-    message = expect_error("turn_timeout", activate, runtime, compile_guest("relay", tmp_path),
-                           {"op": "model.call"}, host)
+    message = expect_error(
+        "turn_timeout",
+        activate,
+        runtime,
+        compile_guest("relay", tmp_path),
+        {"op": "model.call"},
+        host,
+    )
     assert message == "cancelled by the host"
 
 
@@ -114,8 +124,12 @@ def test_oversized_request_fails_the_call_only(tmp_path: Path) -> None:
 
 def test_oversized_result_is_refused(tmp_path: Path) -> None:
     runtime = AgentloopRuntime(max_payload_bytes=1024)
-    result = activate(runtime, compile_guest("relay", tmp_path), {"op": "transcript.read"},
-                      lambda request: {"messages": ["z" * 5000]})
+    result = activate(
+        runtime,
+        compile_guest("relay", tmp_path),
+        {"op": "transcript.read"},
+        lambda request: {"messages": ["z" * 5000]},
+    )
     error = result["output"]["error"]
     assert error["code"] == "payload_too_large"
     assert "transcript.read" in error["message"]
@@ -123,8 +137,13 @@ def test_oversized_result_is_refused(tmp_path: Path) -> None:
 
 def test_oversized_activation_payload_is_refused(tmp_path: Path) -> None:
     runtime = AgentloopRuntime(max_payload_bytes=1024)
-    message = expect_error("agentloop_error", activate, runtime, compile_guest("relay", tmp_path),
-                           {"op": "x", "pad": "p" * 2000})
+    message = expect_error(
+        "agentloop_error",
+        activate,
+        runtime,
+        compile_guest("relay", tmp_path),
+        {"op": "x", "pad": "p" * 2000},
+    )
     assert "payload" in message
 
 
@@ -133,8 +152,9 @@ def test_oversized_activation_payload_is_refused(tmp_path: Path) -> None:
 
 def test_infinite_loop_stops_at_the_deadline(runtime: AgentloopRuntime, tmp_path: Path) -> None:
     start = time.monotonic()
-    expect_error("turn_timeout", activate, runtime, compile_guest("spin", tmp_path), {},
-                 deadline=0.3)
+    expect_error(
+        "turn_timeout", activate, runtime, compile_guest("spin", tmp_path), {}, deadline=0.3
+    )
     elapsed = time.monotonic() - start
     assert 0.3 <= elapsed < 2.0
 
@@ -144,8 +164,15 @@ def test_host_call_loop_stops_at_the_overall_deadline(
 ) -> None:
     brain = FakeBrain()
     start = time.monotonic()
-    message = expect_error("turn_timeout", activate, runtime,
-                           compile_guest("call_forever", tmp_path), {}, brain, deadline=0.3)
+    message = expect_error(
+        "turn_timeout",
+        activate,
+        runtime,
+        compile_guest("call_forever", tmp_path),
+        {},
+        brain,
+        deadline=0.3,
+    )
     assert 0.3 <= time.monotonic() - start < 2.0
     assert len(brain.requests) > 10  # it really was looping through the host
     assert "host call" in message
@@ -158,8 +185,15 @@ def test_slow_host_call_past_the_deadline_times_out(
         time.sleep(0.3)
         return {}
 
-    expect_error("turn_timeout", activate, runtime, compile_guest("relay", tmp_path),
-                 {"op": "model.call"}, slow, deadline=0.1)
+    expect_error(
+        "turn_timeout",
+        activate,
+        runtime,
+        compile_guest("relay", tmp_path),
+        {"op": "model.call"},
+        slow,
+        deadline=0.1,
+    )
 
 
 def test_slow_host_call_within_the_deadline_rearms_the_epoch(
@@ -171,34 +205,37 @@ def test_slow_host_call_within_the_deadline_rearms_the_epoch(
         time.sleep(0.25)
         return {"done": True}
 
-    result = activate(runtime, compile_guest("relay", tmp_path), {"op": "model.call"}, slow,
-                      deadline=0.6)
+    result = activate(
+        runtime, compile_guest("relay", tmp_path), {"op": "model.call"}, slow, deadline=0.6
+    )
     assert result["output"] == {"done": True}
 
 
 def test_deadline_already_passed(runtime: AgentloopRuntime, tmp_path: Path) -> None:
-    expect_error("turn_timeout", activate, runtime, compile_guest("relay", tmp_path), {},
-                 deadline=-1.0)
+    expect_error(
+        "turn_timeout", activate, runtime, compile_guest("relay", tmp_path), {}, deadline=-1.0
+    )
 
 
 def test_no_deadline(runtime: AgentloopRuntime, tmp_path: Path) -> None:
-    result = activate(runtime, compile_guest("relay", tmp_path), {"op": "telemetry.record"},
-                      deadline=None)
+    result = activate(
+        runtime, compile_guest("relay", tmp_path), {"op": "telemetry.record"}, deadline=None
+    )
     assert result == {"status": "completed", "output": {}}
 
 
 def test_memory_hog_fails_with_the_limit_named(runtime: AgentloopRuntime, tmp_path: Path) -> None:
-    message = expect_error("agentloop_error", activate, runtime,
-                           compile_guest("memory_hog", tmp_path), {})
+    message = expect_error(
+        "agentloop_error", activate, runtime, compile_guest("memory_hog", tmp_path), {}
+    )
     assert "trapped" in message
     assert f"limit of {8 << 20}" in message
 
 
-def test_guest_out_of_memory_for_a_host_result(
-    runtime: AgentloopRuntime, tmp_path: Path
-) -> None:
-    message = expect_error("agentloop_error", activate, runtime,
-                           compile_guest("alloc_hog", tmp_path), {})
+def test_guest_out_of_memory_for_a_host_result(runtime: AgentloopRuntime, tmp_path: Path) -> None:
+    message = expect_error(
+        "agentloop_error", activate, runtime, compile_guest("alloc_hog", tmp_path), {}
+    )
     assert "brain_alloc" in message and "out of memory" in message
     assert "transcript.read" in message
 
@@ -273,25 +310,29 @@ def test_failed_result_passes_through(runtime: AgentloopRuntime, tmp_path: Path)
         "return_packed", tmp_path, packed=(1024 << 32) | len(text), text=wat_string(text.encode())
     )
     assert activate(runtime, guest, {}) == {
-        "status": "failed", "error": {"code": "tool_failed", "message": "m"}
+        "status": "failed",
+        "error": {"code": "tool_failed", "message": "m"},
     }
 
 
 def test_trap(runtime: AgentloopRuntime, tmp_path: Path) -> None:
-    message = expect_error("agentloop_error", activate, runtime, compile_guest("trap", tmp_path),
-                           {})
+    message = expect_error(
+        "agentloop_error", activate, runtime, compile_guest("trap", tmp_path), {}
+    )
     assert "trapped" in message and "unreachable" in message
 
 
 def test_missing_export(runtime: AgentloopRuntime, tmp_path: Path) -> None:
-    message = expect_error("agentloop_error", activate, runtime,
-                           compile_guest("missing_export", tmp_path), {})
+    message = expect_error(
+        "agentloop_error", activate, runtime, compile_guest("missing_export", tmp_path), {}
+    )
     assert "does not export brain_activate" in message
 
 
 def test_unknown_import(runtime: AgentloopRuntime, tmp_path: Path) -> None:
-    message = expect_error("agentloop_error", activate, runtime,
-                           compile_guest("bad_import", tmp_path), {})
+    message = expect_error(
+        "agentloop_error", activate, runtime, compile_guest("bad_import", tmp_path), {}
+    )
     assert "imports env.printf" in message and "brain.call" in message
 
 
@@ -321,8 +362,10 @@ def test_no_guest_state_survives_between_activations(
 def test_load_module_info(tmp_path: Path) -> None:
     guest = compile_guest("relay", tmp_path)
     info = load_module_info(guest)
-    assert info == {"path": str(guest.resolve()),
-                    "sha256": hashlib.sha256(guest.read_bytes()).hexdigest()}
+    assert info == {
+        "path": str(guest.resolve()),
+        "sha256": hashlib.sha256(guest.read_bytes()).hexdigest(),
+    }
 
 
 def test_changed_file_is_detected_by_its_hash(runtime: AgentloopRuntime, tmp_path: Path) -> None:
@@ -391,8 +434,12 @@ def test_concurrent_activations_keep_their_own_host_calls(tmp_path: Path) -> Non
                             errors.append(exc.message)
                     continue
                 key = f"{n}-{i}"
-                result = activate(runtime, relay, {"op": "echo", "key": key},
-                                  lambda request: {"key": request["key"]})
+                result = activate(
+                    runtime,
+                    relay,
+                    {"op": "echo", "key": key},
+                    lambda request: {"key": request["key"]},
+                )
                 if result["output"] != {"key": key}:
                     errors.append(f"{key}: {result}")
         except Exception as exc:  # pragma: no cover - reported below
@@ -405,3 +452,16 @@ def test_concurrent_activations_keep_their_own_host_calls(tmp_path: Path) -> Non
         thread.join(timeout=60)
         assert not thread.is_alive()
     assert errors == []
+
+
+def test_runtimes_share_one_engine_and_ignore_foreign_engines(tmp_path: Path) -> None:
+    """Another Engine in the process (with its own FuncTypes) must not disturb ours (Hazard 5:
+    a FuncType shared across Engines aborts the process)."""
+    foreign = wasmtime.Engine()
+    foreign_store = wasmtime.Store(foreign)
+    ty = wasmtime.FuncType([wasmtime.ValType.i32()], [wasmtime.ValType.i32()])
+    wasmtime.Func(foreign_store, ty, lambda x: x + 1)
+    relay = compile_guest("relay", tmp_path)
+    for runtime in (AgentloopRuntime(), AgentloopRuntime(memory_limit_bytes=16 << 20)):
+        result = activate(runtime, relay, {"op": "telemetry.record"})
+        assert result == {"status": "completed", "output": {}}

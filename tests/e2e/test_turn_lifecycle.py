@@ -88,3 +88,26 @@ def test_cancel_while_idle_is_a_no_op(brain_server: BrainServer) -> None:
     resp = brain_server.request("POST", f"/v1/sessions/{sid}/cancel")
     assert (resp.status_code, resp.json()) == (200, {"session_id": sid, "sequence": None})
     assert brain_server.events(sid) == before
+
+
+MEDIUM_MODEL = """
+[models.medium]
+provider = "scripted"
+script = [ { text = "done", delay_ms = 1500 } ]
+"""
+
+
+def test_end_waits_for_the_active_turn(tmp_path: Path) -> None:
+    config = tmp_path / "brain.toml"
+    config.write_text(MEDIUM_MODEL)
+    s = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
+    try:
+        sid = s.create_session(model="medium")["id"]
+        submit(s, sid, "work a while")
+        ended = s.request("POST", f"/v1/sessions/{sid}/end")
+        assert ended.status_code == 200 and ended.json()["status"] == "ended"
+        kinds = [e["kind"] for e in s.events(sid)]
+        assert kinds.index("turn_ended") < kinds.index("session_ending")
+        assert kinds[-1] == "session_ended"
+    finally:
+        s.kill()

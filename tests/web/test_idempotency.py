@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -106,7 +108,7 @@ def test_pragmas_are_durable(tmp_path: Path) -> None:
     conn = store._connection()
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == idempotency.BUSY_TIMEOUT_MS
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 0  # waited for cooperatively
 
 
 # -- conflicts, in progress, ambiguous ---------------------------------------------------------
@@ -374,3 +376,24 @@ def test_a_stale_claim_never_touches_a_later_claim_of_its_key(tmp_path: Path) ->
         claim_send(store)
     store.complete(new, 201, [], b"new")
     assert claim_send(store).answer == idempotency.Answer(201, [], b"new")
+
+
+def test_claim_waits_for_another_writer_up_to_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(idempotency, "BUSY_TIMEOUT_MS", 300)
+    store = open_store(tmp_path)
+    claim_send(store, key="opened")
+    other = sqlite3.connect(tmp_path / FILENAME, isolation_level=None, check_same_thread=False)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another worker holds the write lock
+        started = time.monotonic()
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            claim_send(store)
+        assert 0.25 < time.monotonic() - started < 5
+        releaser = threading.Timer(0.1, other.execute, args=("COMMIT",))
+        releaser.start()
+        assert claim_send(store).outcome is Outcome.NEW  # it waited, then won
+        releaser.join(timeout=5)
+    finally:
+        other.close()

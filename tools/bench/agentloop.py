@@ -17,6 +17,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -117,16 +118,25 @@ def main() -> None:
         base = measure(baseline, n)
         rows = [
             ("baseline: Python call, same JSON work", base),
-            ("activation, one host call", measure(
-                lambda: runtime.activate(relay, PAYLOAD, host_call, time.monotonic() + 60), n)),
-            ("activation, no host call", measure(
-                lambda: runtime.activate(constant, PAYLOAD, host_call, None), n)),
-            ("default loop, one text turn (4 host calls)", measure(
-                lambda: runtime.activate(DEFAULT_AGENTLOOP, PAYLOAD, ScriptedTurn(), None),
-                max(1, n // 4))),
+            (
+                "activation, one host call",
+                measure(
+                    lambda: runtime.activate(relay, PAYLOAD, host_call, time.monotonic() + 60), n
+                ),
+            ),
+            (
+                "activation, no host call",
+                measure(lambda: runtime.activate(constant, PAYLOAD, host_call, None), n),
+            ),
+            (
+                "default loop, one text turn (4 host calls)",
+                measure(
+                    lambda: runtime.activate(DEFAULT_AGENTLOOP, PAYLOAD, ScriptedTurn(), None),
+                    max(1, n // 4),
+                ),
+            ),
         ]
-    print(f"wasmtime {wasmtime.__version__ if hasattr(wasmtime, '__version__') else '?'}, "
-          f"{n} iterations, median of 5 rounds")
+    print(f"wasmtime-py {version('wasmtime')}, {n} iterations, median of 5 rounds")
     for name, micros in rows:
         print(f"{name:<44} {micros:9.1f} us   x{micros / base:7.1f}")
 

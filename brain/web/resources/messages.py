@@ -30,6 +30,8 @@ def validate_input(value: object) -> object:
 
 
 class MessagesResource:
+    admits_work = True
+
     def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
         self.settings = settings
         self.gateway = gateway

@@ -27,6 +27,7 @@ def new_session_id() -> str:
 
 class SessionsResource:
     operator_only = True
+    admits_work = True
 
     def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway) -> None:
         self.settings = settings

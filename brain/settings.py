@@ -93,6 +93,12 @@ SETTINGS: tuple[Setting, ...] = (
             "linear memory limit of one Agentloop instance"),
     Setting("segment_bytes", "BRAIN_SEGMENT_BYTES", 64 << 20, _positive_int,
             "journal segment size before a new segment is started"),
+    Setting("boot_id", "BRAIN_BOOT_ID", None, str,
+            "set by `brain serve` for its children: which start an idempotency claim belongs to",
+            "generated per start"),
+    Setting("test_pause_after_claim_secs", "BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS", 0,
+            _non_negative_int,
+            "test hook: seconds a request sleeps between its idempotency claim and its work"),
 )
 
 
@@ -117,6 +123,8 @@ class Settings:
     web_workers: int
     agentloop_memory_mb: int
     segment_bytes: int
+    boot_id: str | None
+    test_pause_after_claim_secs: int
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

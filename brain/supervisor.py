@@ -20,6 +20,7 @@ from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
+from brain.web.idempotency import new_boot_id
 
 ACTOR_READY_TIMEOUT_SECS = 60.0
 ACTOR_STOP_TIMEOUT_SECS = 20.0
@@ -75,6 +76,7 @@ class Supervisor:
         self.stopping = False
         self.boot: subprocess.Popen[bytes] | None = None
         self.web: subprocess.Popen[bytes] | None = None
+        self.boot_id = new_boot_id()
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.stopping = True
@@ -82,6 +84,7 @@ class Supervisor:
     def child_env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["BRAIN_DATA_DIR"] = str(self.settings.data_path)  # one absolute path for all
+        env["BRAIN_BOOT_ID"] = self.boot_id  # idempotency claims of this start
         return env
 
     def run(self) -> int:

@@ -91,7 +91,13 @@ class Activation:
         """One brain.call: read the request, ask the host, hand the result back."""
         self.calls += 1
         self.check_deadline(f"before host call #{self.calls}")
-        assert self.memory is not None
+        if self.memory is None or self.alloc is None:
+            raise self.stop(
+                loop_error(
+                    "brain.call was called during instantiation (from a start function); "
+                    "call the host from brain_activate"
+                )
+            )
         view = GuestMemory(self.memory, caller)
         ptr, length = as_u32(ptr), as_u32(length)
         try:

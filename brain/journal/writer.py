@@ -180,6 +180,9 @@ class JournalWriter:
             segments = list_segments(self.journal_dir)
         final = segments[-1]
         self._open_segment(final.first_seq, final.path)
+        # A writer that died before its fdatasync may have left a batch that only the page
+        # cache holds. Make what recovery accepted durable before anything is built on it.
+        os.fdatasync(self._fd)
         if (
             scan.end is not None
             and scan.end.segment == final.first_seq

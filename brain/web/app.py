@@ -9,6 +9,7 @@ from brain.operator_token import read_operator_token
 from brain.settings import Settings
 from brain.web import errors as web_errors
 from brain.web.gateway import ActorGateway
+from brain.web.idempotent import IdempotencyGate
 from brain.web.live_hub import LiveHub
 from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
 from brain.web.resources.health import HealthResource, ReadyResource
@@ -29,15 +30,16 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     )
     app.req_options.strip_url_path_trailing_slash = True
     web_errors.install(app)
+    gate = IdempotencyGate(settings)
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadyResource(gateway))
-    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway))
-    app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway))
-    app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway))
+    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway, gate))
+    app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway, gate))
+    app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/events", EventsResource(settings, hub))
     app.add_route("/v1/sessions/{session_id}/transcript", TranscriptResource(settings))
-    app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway))
-    app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway, gate))
+    app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
     return app
 

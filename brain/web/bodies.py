@@ -14,8 +14,11 @@ MESSAGE_BODY_LIMIT = 1 << 20
 SMALL_BODY_LIMIT = 64 << 10
 
 
-def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
-    """The body as a JSON object; 413 past `limit`, 415 for non-JSON, 400 for bad JSON."""
+def raw_body(req: falcon.Request, limit: int) -> bytes:
+    """The request body, read once (idempotency fingerprints and JSON parsing share it)."""
+    cached = req.context.get("raw_body")
+    if cached is not None:
+        return cached
     length = req.content_length
     if length is not None and length > limit:
         raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
@@ -23,6 +26,13 @@ def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False)
         else b""
     if len(raw) > limit:
         raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
+    req.context.raw_body = raw
+    return raw
+
+
+def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
+    """The body as a JSON object; 413 past `limit`, 415 for non-JSON, 400 for bad JSON."""
+    raw = raw_body(req, limit)
     if not raw:
         if optional:
             return {}

@@ -465,3 +465,12 @@ def test_runtimes_share_one_engine_and_ignore_foreign_engines(tmp_path: Path) ->
     for runtime in (AgentloopRuntime(), AgentloopRuntime(memory_limit_bytes=16 << 20)):
         result = activate(runtime, relay, {"op": "telemetry.record"})
         assert result == {"status": "completed", "output": {}}
+
+
+def test_host_call_from_a_start_function(runtime: AgentloopRuntime, tmp_path: Path) -> None:
+    brain = FakeBrain()
+    message = expect_error(
+        "agentloop_error", activate, runtime, compile_guest("start_calls_host", tmp_path), {}, brain
+    )
+    assert "start function" in message
+    assert brain.requests == []

@@ -151,9 +151,11 @@ def test_lying_seek_index_is_ignored(tmp_path: Path) -> None:
     from brain.journal.checkpoint import Checkpoint, SeekPoint, encode_checkpoint
 
     cp, _ = load_checkpoint(path)
-    bad_index = tuple(SeekPoint(p.seq, p.segment, p.offset + 3, p.transcript_length)
-                      for p in cp.index)
-    lying = Checkpoint(cp.seq, cp.segment, cp.offset, cp.crc, cp.at, cp.transcript_length,
-                       bad_index, None)
+    bad_index = tuple(
+        SeekPoint(p.seq, p.segment, p.offset + 3, p.transcript_length) for p in cp.index
+    )
+    lying = Checkpoint(
+        cp.seq, cp.segment, cp.offset, cp.crc, cp.at, cp.transcript_length, bad_index, None
+    )
     path.write_bytes(encode_checkpoint(lying, cp.projection))
     assert SessionReader(tmp_path).events_page(300, 20) == good

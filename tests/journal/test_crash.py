@@ -48,24 +48,50 @@ def read_lines(proc: subprocess.Popen, until: float, stop_at_open: bool) -> list
     return lines
 
 
-def check_new_records(journal_dir: Path, start: Cursor | None) -> tuple[int, Cursor | None]:
-    """Check records after `start`: contents intact and every batch whole."""
+def check_new_records(
+    journal_dir: Path, start: Cursor | None, acknowledged: int
+) -> tuple[int, Cursor | None, tuple[Path, int] | None]:
+    """Check records after `start`: contents intact and every batch whole. Also returns where
+    the acknowledged prefix ends (segment path, offset)."""
     scan = JournalScan(journal_dir, start)
+    acked_end = None
     for frame in scan:
         value = frame.record["value"]
         assert frame.seq == value["first"] + value["i"]
         assert value["blob"] == blob(frame.seq, value["size"])
         if frame.header.end_of_batch:
             assert value["i"] == value["n"] - 1, f"batch at {value['first']} is not whole"
-    return scan.last_seq, scan.end
+        if frame.seq == acknowledged:
+            acked_end = (journal_dir / f"{frame.segment:020d}.seg", frame.end)
+    return scan.last_seq, scan.end, acked_end
+
+
+def lose_unsynced_tail(acked_end: tuple[Path, int] | None, rng: random.Random) -> None:
+    """Simulate a power cut: bytes after the acknowledged prefix may or may not have reached
+    the disk, so cut the last segment at a random offset after it."""
+    if acked_end is None:
+        return
+    path, offset = acked_end
+    if sorted(path.parent.glob("*.seg"))[-1] != path:
+        return
+    size = path.stat().st_size
+    if size > offset:
+        os.truncate(path, rng.randint(offset, size - 1))
+
+
+def torn_tail(journal_dir: Path, cursor: Cursor | None) -> bool:
+    scan = JournalScan(journal_dir, cursor)
+    for _frame in scan:
+        pass
+    return scan.torn is not None
 
 
 def crash_loop(tmp_path: Path, iterations: int, seed: int) -> None:
     rng = random.Random(seed)
     journal_dir = tmp_path / "s" / "journal"
     acknowledged = 0
-    verified, cursor = 0, None
-    kills_mid_write = 0
+    cursor = None
+    kills_mid_write = cuts = 0
     env = dict(os.environ, PYTHONPATH=str(REPO))
     for iteration in range(iterations):
         proc = subprocess.Popen(
@@ -77,8 +103,10 @@ def crash_loop(tmp_path: Path, iterations: int, seed: int) -> None:
             lines = read_lines(proc, time.monotonic() + WAIT, stop_at_open=True)
             opened = [line for line in lines if line.startswith("open ")]
             assert opened, f"iteration {iteration}: the writer did not open: {lines}"
-            assert int(opened[0].split()[1]) >= acknowledged  # nothing acknowledged was lost
-            lines += read_lines(proc, time.monotonic() + rng.uniform(0.0, 0.06), False)
+            recovered = int(opened[0].split()[1])
+            assert recovered >= acknowledged  # nothing acknowledged was lost
+            acknowledged = recovered  # open made the recovered journal durable
+            lines += read_lines(proc, time.monotonic() + rng.uniform(0.0, 0.04), False)
         finally:
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=WAIT)
@@ -88,22 +116,23 @@ def crash_loop(tmp_path: Path, iterations: int, seed: int) -> None:
         if acks:
             assert acks == sorted(acks)
             acknowledged = max(acknowledged, acks[-1])
-        last, cursor = check_new_records(journal_dir, cursor)
+        start = cursor
+        last, cursor, acked_end = check_new_records(journal_dir, start, acknowledged)
         assert last >= acknowledged, f"iteration {iteration}: acknowledged {acknowledged}"
-        verified = max(verified, last)
-        size = sum(p.stat().st_size for p in journal_dir.glob("*.seg"))
-        if size > 0 and JournalScan(journal_dir, cursor).__iter__() is not None:
-            pass
-        scan = JournalScan(journal_dir, cursor)
-        list(scan)
-        kills_mid_write += scan.torn is not None
+        kills_mid_write += torn_tail(journal_dir, cursor)
+        if rng.random() < 0.3:
+            lose_unsynced_tail(acked_end, rng)
+            cuts += 1
+            cursor = start
     writer = JournalWriter.open(journal_dir, checkpoint_path=None)
     assert writer.last_seq >= acknowledged
     writer.close()
-    last, _ = check_new_records(journal_dir, None)
+    last, _, _ = check_new_records(journal_dir, None, acknowledged)
     assert last >= acknowledged > 0
-    print(f"{iterations} kills, {acknowledged} acknowledged records, "
-          f"{kills_mid_write} left a torn tail")
+    print(
+        f"{iterations} kills, {acknowledged} acknowledged records, "
+        f"{kills_mid_write} left a torn tail, {cuts} unsynced tails cut"
+    )
 
 
 def test_sigkill_mid_append_loses_nothing_acknowledged(tmp_path: Path) -> None:

@@ -39,59 +39,114 @@ def sessions(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[int]]:
         seq = len(records) + 1
         if op == "append":
             items = draw(st.lists(messages, min_size=1, max_size=3))
-            records.append({"kind": "transcript_changed", "start": length, "items": items,
-                            "length": length + len(items)})
+            records.append(
+                {
+                    "kind": "transcript_changed",
+                    "start": length,
+                    "items": items,
+                    "length": length + len(items),
+                }
+            )
             length += len(items)
         elif op == "edit" and length:
             start = draw(st.integers(0, length - 1))
             items = draw(st.lists(messages, max_size=3))
-            records.append({"kind": "transcript_changed", "start": start, "items": items,
-                            "length": start + len(items)})
+            records.append(
+                {
+                    "kind": "transcript_changed",
+                    "start": start,
+                    "items": items,
+                    "length": start + len(items),
+                }
+            )
             length = start + len(items)
         elif op == "kv_put":
-            records.append({"kind": "kv_put", "key": draw(st.sampled_from("abc")),
-                            "value": draw(json_values)})
+            records.append(
+                {"kind": "kv_put", "key": draw(st.sampled_from("abc")), "value": draw(json_values)}
+            )
         elif op == "kv_delete":
             records.append({"kind": "kv_delete", "key": draw(st.sampled_from("abcd"))})
         elif op == "turn":
-            records.append({"kind": "turn_started", "input": draw(st.text(max_size=10)),
-                            "mode": "send"})
+            records.append(
+                {"kind": "turn_started", "input": draw(st.text(max_size=10)), "mode": "send"}
+            )
             open_turn = seq
         elif op == "turn_end" and open_turn:
             kind = draw(st.sampled_from(["turn_ended", "turn_failed"]))
-            records.append({"kind": kind, "started": open_turn, "output": None,
-                            "error": {"code": "x", "message": "y"}})
+            records.append(
+                {
+                    "kind": kind,
+                    "started": open_turn,
+                    "output": None,
+                    "error": {"code": "x", "message": "y"},
+                }
+            )
             open_turn = None
         elif op == "effect":
-            kind = draw(st.sampled_from(["activation_started", "model_call_started",
-                                         "tool_call_started", "environment_op_started"]))
+            kind = draw(
+                st.sampled_from(
+                    [
+                        "activation_started",
+                        "model_call_started",
+                        "tool_call_started",
+                        "environment_op_started",
+                    ]
+                )
+            )
             record: dict[str, Any] = {"kind": kind}
             if kind == "environment_op_started":
-                record.update(environment=draw(st.sampled_from(["a", "b"])),
-                              op=draw(st.sampled_from(["setup", "exec"])), request={})
+                record.update(
+                    environment=draw(st.sampled_from(["a", "b"])),
+                    op=draw(st.sampled_from(["setup", "exec"])),
+                    request={},
+                )
             records.append(record)
             started.append((seq, kind))
         elif op == "terminal" and started:
             first, kind = started.pop(draw(st.integers(0, len(started) - 1)))
             ending = draw(st.sampled_from(["_ended", "_failed"]))
-            records.append({"kind": kind.replace("_started", ending), "started": first,
-                            "outcome": "ok"})
+            records.append(
+                {"kind": kind.replace("_started", ending), "started": first, "outcome": "ok"}
+            )
         elif op == "extension":
-            records.append({"kind": "extension_event", "name": "progress",
-                            "data": draw(json_values),
-                            "origin": {"kind": "agentloop", "sequence": max(1, seq - 1)}})
+            records.append(
+                {
+                    "kind": "extension_event",
+                    "name": "progress",
+                    "data": draw(json_values),
+                    "origin": {"kind": "agentloop", "sequence": max(1, seq - 1)},
+                }
+            )
         elif op == "lifecycle":
-            records.append({"kind": draw(st.sampled_from(["cancel_requested", "session_ending",
-                                                          "session_ended", "session_failed"]))})
+            records.append(
+                {
+                    "kind": draw(
+                        st.sampled_from(
+                            [
+                                "cancel_requested",
+                                "session_ending",
+                                "session_ended",
+                                "session_failed",
+                            ]
+                        )
+                    )
+                }
+            )
         elif op == "big":
-            records.append({"kind": "kv_put", "key": "big", "value": "v" * draw(
-                st.integers(100, 3000))})
+            records.append(
+                {"kind": "kv_put", "key": "big", "value": "v" * draw(st.integers(100, 3000))}
+            )
     cuts = draw(st.lists(st.integers(1, 6), min_size=len(records), max_size=len(records)))
     return records, cuts
 
 
-def write(journal_dir: Path, records: list[dict[str, Any]], cuts: list[int],
-          segment_bytes: int, checkpoint_after: int | None = None) -> list[dict[str, Any]]:
+def write(
+    journal_dir: Path,
+    records: list[dict[str, Any]],
+    cuts: list[int],
+    segment_bytes: int,
+    checkpoint_after: int | None = None,
+) -> list[dict[str, Any]]:
     writer = JournalWriter.open(journal_dir, segment_bytes=segment_bytes, clock=Clock())
     committed: list[dict[str, Any]] = []
     projection = Projection.empty()
@@ -134,15 +189,19 @@ def all_pages(reader: SessionReader, limit: int) -> list[dict[str, Any]]:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sessions(), st.sampled_from([256, 700, 4096, 64 << 20]), st.integers(1, 7),
-       st.none() | st.integers(0, 10))
-def test_reopen_folds_to_the_in_memory_fold(session: Any, segment_bytes: int, limit: int,
-                                            checkpoint_after: int | None) -> None:
+@given(
+    sessions(),
+    st.sampled_from([256, 700, 4096, 64 << 20]),
+    st.integers(1, 7),
+    st.none() | st.integers(0, 10),
+)
+def test_reopen_folds_to_the_in_memory_fold(
+    session: Any, segment_bytes: int, limit: int, checkpoint_after: int | None
+) -> None:
     records, cuts = session
     with tempfile.TemporaryDirectory() as tmp:
         session_dir = Path(tmp) / "s"
-        committed = write(session_dir / "journal", records, cuts, segment_bytes,
-                          checkpoint_after)
+        committed = write(session_dir / "journal", records, cuts, segment_bytes, checkpoint_after)
         expected = fold_all(Projection.empty(), committed)
         one_by_one = Projection.empty()
         for record in committed:
@@ -151,8 +210,10 @@ def test_reopen_folds_to_the_in_memory_fold(session: Any, segment_bytes: int, li
 
         reader = SessionReader(session_dir)
         assert reader.projection() == expected
-        assert reader.transcript() == {"messages": expected.transcript,
-                                       "through_sequence": len(committed)}
+        assert reader.transcript() == {
+            "messages": expected.transcript,
+            "through_sequence": len(committed),
+        }
         assert all_pages(reader, limit) == expected_events(committed)
         assert list(reader.events_after(0)) == expected_events(committed)
 

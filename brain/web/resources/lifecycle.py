@@ -9,6 +9,7 @@ from brain.settings import Settings
 from brain.web.bodies import SMALL_BODY_LIMIT, read_json_object
 from brain.web.credentials import issue_session_token
 from brain.web.gateway import ActorGateway
+from brain.web.idempotent import IdempotencyGate
 from brain.web.reads import session_dir, session_resource
 
 END_REPLY_MARGIN_SECS = 120.0
@@ -17,11 +18,16 @@ DELETE_TIMEOUT_SECS = 120.0
 
 
 class CancelResource:
-    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
+    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
         self.settings = settings
         self.gateway = gateway
+        self.gate = gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
+        self.gate.run(req, resp, "cancel", session_id, SMALL_BODY_LIMIT,
+                      lambda: self._post(req, resp, session_id))
+
+    def _post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_dir(self.settings, session_id)
         read_json_object(req, SMALL_BODY_LIMIT, optional=True)
         status = session_resource(self.settings, session_id)["status"]
@@ -36,11 +42,16 @@ class CancelResource:
 
 
 class EndResource:
-    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
+    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
         self.settings = settings
         self.gateway = gateway
+        self.gate = gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
+        self.gate.run(req, resp, "end", session_id, SMALL_BODY_LIMIT,
+                      lambda: self._post(req, resp, session_id))
+
+    def _post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_dir(self.settings, session_id)
         read_json_object(req, SMALL_BODY_LIMIT, optional=True)
         max_secs = self.settings.max_turn_secs

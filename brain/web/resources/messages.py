@@ -9,6 +9,7 @@ from brain.actors.messages import StartTurn
 from brain.settings import Settings
 from brain.web.bodies import MESSAGE_BODY_LIMIT, read_json_object
 from brain.web.gateway import ActorGateway
+from brain.web.idempotent import IdempotencyGate
 from brain.web.reads import session_dir
 
 TURN_REPLY_MARGIN_SECS = 120.0
@@ -32,11 +33,18 @@ def validate_input(value: object) -> object:
 class MessagesResource:
     admits_work = True
 
-    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
+    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
         self.settings = settings
         self.gateway = gateway
+        self.gate = gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
+        # Submit and send are separate idempotency scopes: never each other's retry.
+        operation = "submit" if respond_async(req) else "send"
+        self.gate.run(req, resp, operation, session_id, MESSAGE_BODY_LIMIT,
+                      lambda: self._post(req, resp, session_id))
+
+    def _post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_dir(self.settings, session_id)
         body = read_json_object(req, MESSAGE_BODY_LIMIT)
         unknown = set(body) - {"input"}

@@ -11,8 +11,9 @@ from brain import errors
 from brain.actors.messages import CreateSession
 from brain.config import BrainConfig
 from brain.settings import Settings
-from brain.web.bodies import CREATE_BODY_LIMIT, read_json_object
+from brain.web.bodies import CREATE_BODY_LIMIT, SMALL_BODY_LIMIT, read_json_object
 from brain.web.gateway import ActorGateway
+from brain.web.idempotent import IdempotencyGate
 from brain.web.reads import SESSION_ID, session_resource
 from brain.web.resources.history import int_param
 from brain.web.resources.lifecycle import delete_session
@@ -29,12 +30,18 @@ class SessionsResource:
     operator_only = True
     admits_work = True
 
-    def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway) -> None:
+    def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway,
+                 gate: IdempotencyGate) -> None:
         self.settings = settings
         self.config = config
         self.gateway = gateway
+        self.gate = gate
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self.gate.run(req, resp, "create", None, CREATE_BODY_LIMIT,
+                      lambda: self._create(req, resp))
+
+    def _create(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req, CREATE_BODY_LIMIT, optional=True)
         transcript = body.get("transcript", [])
         resolved = self.config.resolve_create(body)
@@ -86,13 +93,17 @@ def list_sessions(settings: Settings, limit: int, cursor: str | None,
 
 
 class SessionResource:
-    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
+    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
         self.settings = settings
         self.gateway = gateway
+        self.gate = gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         resp.media = session_resource(self.settings, session_id)
 
     def on_delete(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        delete_session(self.settings, self.gateway, session_id)
-        resp.status = falcon.HTTP_204
+        def delete() -> None:
+            delete_session(self.settings, self.gateway, session_id)
+            resp.status = falcon.HTTP_204
+
+        self.gate.run(req, resp, "delete", session_id, SMALL_BODY_LIMIT, delete)

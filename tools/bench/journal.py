@@ -1,0 +1,202 @@
+"""Journal benchmark: prints ratios against baselines measured in the same run, on the same disk.
+
+    python -m tools.bench.journal [--dir DIR] [--records 100000] [--appends 3000]
+
+1. single-record appends (one fdatasync each) vs raw write+fdatasync of same-size buffers
+   into a file in the same directory (target >= 0.8);
+2. batched commits of 16 records vs raw 16-buffer writes with one fdatasync (target >= 0.8);
+3. open of a session of N records (writer open + projection, as the session actor does) with
+   a fresh checkpoint vs a full replay of the journal (target <= 0.05);
+4. a 1,000-event page read by a fresh SessionReader, as a web worker does (target <= 20 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from brain.journal import JournalWriter, SessionReader
+from brain.journal.frames import encode_frame, encode_record
+
+
+def record_of_size(size: int) -> dict[str, Any]:
+    return {"kind": "kv_put", "key": "bench", "value": "x" * size}
+
+
+def frame_size(record: dict[str, Any]) -> int:
+    full = {"seq": 123456, "kind": record["kind"], "at": 1796217600000, **record}
+    return len(encode_frame(1, encode_record(full), True))
+
+
+def raw_rate(directory: Path, buffers: int, per_sync: int, size: int) -> float:
+    """Buffers/s for plain appends of `size` bytes, `per_sync` buffers per write+fdatasync."""
+    path = directory / "raw-baseline.bin"
+    chunk = os.urandom(size * per_sync)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_TRUNC, 0o600)
+    try:
+        start = time.perf_counter()
+        for _ in range(buffers // per_sync):
+            os.write(fd, chunk)
+            os.fdatasync(fd)
+        elapsed = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        path.unlink()
+    return (buffers // per_sync * per_sync) / elapsed
+
+
+def journal_rate(directory: Path, records: int, per_batch: int, payload: int) -> float:
+    session = directory / "append-session"
+    writer = JournalWriter.open(session / "journal")
+    batch = [record_of_size(payload)] * per_batch
+    try:
+        start = time.perf_counter()
+        for _ in range(records // per_batch):
+            writer.append(batch)
+        elapsed = time.perf_counter() - start
+    finally:
+        writer.close()
+        shutil.rmtree(session)
+    return (records // per_batch * per_batch) / elapsed
+
+
+def best_ratio(directory: Path, records: int, per: int, payload: int, rounds: int
+               ) -> tuple[float, float, float]:
+    """Interleave baseline and journal runs so disk drift hits both; compare medians."""
+    size = frame_size(record_of_size(payload))
+    raw, journal = [], []
+    for _ in range(rounds):
+        raw.append(raw_rate(directory, records, per, size))
+        journal.append(journal_rate(directory, records, per, payload))
+    r, j = statistics.median(raw), statistics.median(journal)
+    return j, r, j / r
+
+
+def turn_records(turn: int, length: int) -> list[list[dict[str, Any]]]:
+    """One realistic turn as the session actor commits it: 12 records in 9 batches."""
+    user = {"role": "user", "content": [{"type": "text", "text": f"question {turn} " * 4}]}
+    reply = {"role": "assistant", "content": [{"type": "text", "text": f"answer {turn} " * 8}]}
+    call = {"role": "assistant", "content": [{"type": "tool_call", "id": f"c{turn}",
+                                              "name": "echo", "input": {"text": "hi"}}]}
+    result = {"role": "tool", "content": [{"type": "tool_result", "tool_call_id": f"c{turn}",
+                                           "content": "hi", "is_error": False}]}
+    usage = {"input_tokens": 1200, "output_tokens": 80}
+    return [
+        [{"kind": "turn_started", "input": f"question {turn}", "mode": "send"},
+         {"kind": "activation_started", "agentloop": "default", "turn": 0}],
+        [{"kind": "model_call_started", "model": "scripted", "message_count": length + 1,
+          "context": {"through_sequence": 0, "delta": {"start": length, "items": [user]}},
+          "tools": ["echo"], "options": {}}],
+        [{"kind": "model_call_ended", "started": 0, "outcome": "ok",
+          "result": {"message": call, "stop_reason": "tool_use", "usage": usage}}],
+        [{"kind": "tool_call_started", "tool": "echo",
+          "invocation": {"id": f"c{turn}", "input": {"text": "hi"}}, "deadline": 300}],
+        [{"kind": "tool_call_ended", "started": 0, "outcome": "ok",
+          "result": {"content": "hi", "is_error": False}}],
+        [{"kind": "model_call_started", "model": "scripted", "message_count": length + 3,
+          "context": {"through_sequence": 0,
+                      "delta": {"start": length, "items": [user, call, result]}},
+          "tools": ["echo"], "options": {}}],
+        [{"kind": "model_call_ended", "started": 0, "outcome": "ok",
+          "result": {"message": reply, "stop_reason": "end_turn", "usage": usage}}],
+        [{"kind": "transcript_changed", "start": length, "items": [user, call, result, reply],
+          "length": length + 4},
+         {"kind": "kv_put", "key": "turns", "value": turn}],
+        [{"kind": "activation_ended", "started": 0},
+         {"kind": "turn_ended", "started": 0, "output": f"answer {turn}"}],
+    ]  # fmt: skip
+
+
+def build_session(session: Path, records: int) -> int:
+    """A session of about `records` records, written with few fdatasyncs (setup, not timed)."""
+    writer = JournalWriter.open(session / "journal", checkpoint_path=None)
+    writer.append([{"kind": "session_created", "seeded": 0,
+                    "config": {"agentloop": {"name": "default"}, "model": {"name": "scripted"},
+                               "tools": [{"name": "echo"}], "environments": []}}])
+    pending: list[dict[str, Any]] = []
+    turn = length = 0
+    while writer.last_seq + len(pending) < records:
+        for batch in turn_records(turn, length):
+            pending += batch
+        length += 4
+        turn += 1
+        if len(pending) > 2000:
+            writer.append(pending)
+            pending = []
+    if pending:
+        writer.append(pending)
+    last = writer.last_seq
+    writer.close()
+    return last
+
+
+def open_session(session: Path, checkpoint: bool) -> float:
+    start = time.perf_counter()
+    if checkpoint:
+        writer = JournalWriter.open(session / "journal")
+        projection = SessionReader(session).projection()
+    else:
+        writer = JournalWriter.open(session / "journal", checkpoint_path=None)
+        projection = SessionReader(session, checkpoint_path=session / "absent").projection()
+    elapsed = time.perf_counter() - start
+    assert projection.last_seq == writer.last_seq
+    writer.close()
+    return elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=None, help="directory on the disk to test")
+    parser.add_argument("--records", type=int, default=100_000, help="records in the open test")
+    parser.add_argument("--appends", type=int, default=3000, help="appends per timed run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per ratio")
+    args = parser.parse_args(argv)
+    base = Path(tempfile.mkdtemp(prefix="brain-bench-journal-", dir=args.dir))
+    try:
+        print(f"disk directory: {base}")
+        payload = 140
+        size = frame_size(record_of_size(payload))
+        j, r, ratio = best_ratio(base, args.appends, 1, payload, args.rounds)
+        print(f"1. append, 1 record/fdatasync ({size}-byte frames): journal {j:,.0f} rec/s, "
+              f"raw {r:,.0f} rec/s, ratio {ratio:.2f} (target >= 0.8)")
+        j, r, ratio = best_ratio(base, args.appends * 16, 16, payload, args.rounds)
+        print(f"2. batched commits of 16: journal {j:,.0f} rec/s, raw {r:,.0f} rec/s, "
+              f"ratio {ratio:.2f} (target >= 0.8)")
+
+        session = base / "sessions" / "big"
+        last = build_session(session, args.records)
+        replay = min(open_session(session, checkpoint=False) for _ in range(3))
+        JournalWriter.open(session / "journal").close()  # writes the fresh checkpoint
+        fresh = min(open_session(session, checkpoint=True) for _ in range(5))
+        checkpoint_mb = (session / "checkpoint").stat().st_size / 1e6
+        print(f"3. open of a {last:,}-record session: fresh checkpoint {fresh * 1000:.1f} ms "
+              f"({checkpoint_mb:.1f} MB checkpoint), full replay {replay * 1000:.1f} ms, "
+              f"ratio {fresh / replay:.3f} (target <= 0.05)")
+
+        samples = []
+        page_sizes = []
+        step = max(1, last // 40)
+        for after in range(0, last - 2000, step):
+            start = time.perf_counter()
+            page = SessionReader(session).events_page(after, 1000)
+            samples.append(time.perf_counter() - start)
+            page_sizes.append(len(page["events"]))
+        samples.sort()
+        print(f"4. 1,000-event page read (fresh SessionReader, {len(samples)} cursors across the "
+              f"session, {min(page_sizes)}-{max(page_sizes)} events/page): "
+              f"p50 {statistics.median(samples) * 1000:.1f} ms, "
+              f"max {samples[-1] * 1000:.1f} ms (target <= 20 ms)")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

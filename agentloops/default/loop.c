@@ -100,7 +100,9 @@ static int run_tools(bg_span content, bg_span *tool_message, bg_span *error, int
     while (bg_json_next(content, &it, &block)) {
         if (!is_block(block, "tool_call")) continue;
         if (calls++) bg_buf_putc(&req, ',');
-        bg_buf_puts(&req, "{\"name\":");
+        bg_buf_puts(&req, "{\"id\":");
+        bg_buf_put_span(&req, get_or(block, "id", "\"\""));
+        bg_buf_puts(&req, ",\"name\":");
         bg_buf_put_span(&req, get_or(block, "name", "\"\""));
         bg_buf_puts(&req, ",\"input\":");
         bg_buf_put_span(&req, get_or(block, "input", "{}"));

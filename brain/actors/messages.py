@@ -12,6 +12,7 @@ from typing import Any
 
 REGISTRY_GLOBAL_NAME = "brain.registry"
 MODEL_EXECUTOR_GLOBAL_NAME = "brain.executor.model"
+TOOL_EXECUTOR_GLOBAL_NAME = "brain.executor.tool"
 
 
 # --- commands a client sends to one session (through the registry) ------------------------
@@ -145,3 +146,25 @@ class ModelCallDone:
     started: int
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = field(default=None)  # {outcome, message, status?}
+
+
+@dataclass(frozen=True)
+class RunToolCall:
+    """Session → tool executor, sent only after tool_call_started is durable."""
+
+    session_id: str
+    started: int
+    tool: dict[str, Any]
+    invocation: dict[str, Any]
+    deadline: float | None
+    environments: list[dict[str, Any]]
+    reply_to: Any
+
+
+@dataclass(frozen=True)
+class ToolCallDone:
+    """Tool executor → session: `{content, is_error, outcome, events}`."""
+
+    session_id: str
+    started: int
+    outcome: dict[str, Any]

@@ -21,6 +21,7 @@ from brain import errors
 from brain.actors.bridge import ThreadBridge
 from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
+    TOOL_EXECUTOR_GLOBAL_NAME,
     CancelEffect,
     CancelGrace,
     CancelTurn,
@@ -34,13 +35,23 @@ from brain.actors.messages import (
     ReleaseMe,
     Reply,
     RunModelCall,
+    RunToolCall,
     StartTurn,
+    ToolCallDone,
     TurnDeadline,
 )
 from brain.actors.trace import trace_message
-from brain.actors.turn import ActivationFinished, ActiveTurn, PendingHostCall, start_activation
+from brain.actors.turn import (
+    ActivationFinished,
+    ActiveTurn,
+    PendingHostCall,
+    SingleWaiter,
+    ToolBatchWaiter,
+    start_activation,
+)
 from brain.journal import CorruptJournal, JournalWriter, SessionReader, fold
 from brain.live import LivePublisher
+from brain.sessions.extension_events import EventRefused, check_event, extension_record
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.transcript_diff import context_delta, transcript_delta
 from brain.sessions.views import session_view, turn_result
@@ -77,7 +88,7 @@ class SessionActor(ActorTypeDispatcher):
         self.waiting_ends: list[Delivered] = []  # end waits for active work
         self.release_wanted = False
         self.idle_generation = 0
-        self._model_executor: Any = None
+        self._executors: dict[str, Any] = {}
         self.live = LivePublisher(self.settings.data_path)
 
     # --- dispatch ---------------------------------------------------------------------------
@@ -125,18 +136,13 @@ class SessionActor(ActorTypeDispatcher):
 
     def receiveMsg_ModelCallDone(self, msg: ModelCallDone, sender: Any) -> None:
         trace_message("session", msg)
-        turn = self.turn
-        call = turn.pending_effects.pop(msg.started, None) if turn else None
-        if turn is not None:
-            turn.pending_kinds.pop(msg.started, None)
-        if call is None:
-            log.warning("session %s: outcome for unknown model call %s", self.session_id,
-                        msg.started)
+        waiter = self._take_waiter(msg.started)
+        if waiter is None:
             return
         if msg.error is None:
             self._commit([{"kind": "model_call_ended", "started": msg.started,
                            "result": msg.result, "outcome": "ok"}])
-            call.respond(msg.result or {})
+            waiter.settle(msg.started, msg.result or {})
         else:
             outcome = msg.error.get("outcome", "unknown")
             error = {"message": msg.error.get("message", "")}
@@ -144,8 +150,48 @@ class SessionActor(ActorTypeDispatcher):
                 error["status"] = msg.error["status"]
             self._commit([{"kind": "model_call_failed", "started": msg.started,
                            "error": error, "outcome": outcome}])
-            call.respond({"error": {"code": "model_call_failed", "outcome": outcome,
-                                    "message": error["message"]}})
+            waiter.settle(msg.started, {"error": {"code": "model_call_failed", "outcome": outcome,
+                                                  "message": error["message"]}})
+
+    def receiveMsg_ToolCallDone(self, msg: ToolCallDone, sender: Any) -> None:
+        trace_message("session", msg)
+        waiter = self._take_waiter(msg.started)
+        if waiter is None:
+            return
+        done = msg.outcome
+        outcome = done.get("outcome", "unknown")
+        is_error = bool(done.get("is_error")) or outcome != "ok"
+        result = {"content": done.get("content"), "is_error": is_error}
+        terminal = "tool_call_ended" if outcome == "ok" else "tool_call_failed"
+        batch: list[dict[str, Any]] = [{"kind": terminal, "started": msg.started,
+                                        "result": result, "outcome": outcome}]
+        refused = []
+        for event in done.get("events") or []:
+            try:
+                size = check_event(event.get("kind"), event.get("data"), self.turn.emitted_bytes,
+                                   self.settings.max_emitted_bytes)
+            except EventRefused as exc:
+                refused.append({"kind": event.get("kind"), "code": exc.code,
+                                "message": exc.message})
+                continue
+            self.turn.emitted_bytes += size
+            batch.append(extension_record(event["kind"], event.get("data"), "tool",
+                                          msg.started))
+        self._commit(batch)  # the outcome and the Tool's Events, in one durable batch
+        answer = {**result, "outcome": outcome}
+        if refused:
+            answer["events_refused"] = refused
+        waiter.settle(msg.started, answer)
+
+    def _take_waiter(self, started: int) -> Any:
+        turn = self.turn
+        waiter = turn.pending_effects.pop(started, None) if turn else None
+        if turn is not None:
+            turn.pending_kinds.pop(started, None)
+        if waiter is None:
+            log.warning("session %s: outcome for an effect no longer awaited: %s",
+                        self.session_id, started)
+        return waiter
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         payload = msg.payload
@@ -389,6 +435,8 @@ class SessionActor(ActorTypeDispatcher):
             "kv.put": self._op_kv_put,
             "kv.delete": self._op_kv_delete,
             "model.call": self._op_model_call,
+            "tools.call": self._op_tools_call,
+            "events.emit": self._op_events_emit,
             "telemetry.record": self._op_telemetry_record,
         }.get(op)
         if self.turn is None:
@@ -476,12 +524,59 @@ class SessionActor(ActorTypeDispatcher):
             "tools": [tool["name"] for tool in tools],
             "options": options,
         }])
-        turn.pending_effects[started["seq"]] = call
+        turn.pending_effects[started["seq"]] = SingleWaiter(call)
         turn.pending_kinds[started["seq"]] = "model_call"
         request = {"messages": messages, "tools": tools, "options": options}
-        self.send(self._executor(),
+        self.send(self._executor("model_call"),
                   RunModelCall(self.session_id, started["seq"], model, request, self.myAddress))
         return None
+
+    def _op_tools_call(self, call: PendingHostCall) -> None:
+        calls = call.op.get("calls")
+        if not isinstance(calls, list) or not calls:
+            raise errors.InvalidRequest("calls must be a non-empty list")
+        configured = {tool["name"]: tool for tool in self.projection.config.get("tools", [])}
+        invocations = []
+        for index, item in enumerate(calls):
+            if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                raise errors.InvalidRequest(f"calls[{index}]: needs a name")
+            if item["name"] not in configured:
+                raise errors.InvalidRequest(
+                    f"calls[{index}]: tool {item['name']!r} is not configured for this session")
+            call_id = item.get("id")
+            invocations.append((configured[item["name"]],
+                                {"id": call_id if isinstance(call_id, str) else "",
+                                 "input": item.get("input", {})}))
+        max_secs = self.settings.max_tool_secs
+        deadline = time.time() + max_secs if max_secs else None
+        # Every call its own record, all durable in one batch before any is sent.
+        started_records = self._commit([
+            {"kind": "tool_call_started", "tool": tool["name"], "invocation": invocation,
+             "deadline": deadline}
+            for tool, invocation in invocations
+        ])
+        order = [record["seq"] for record in started_records]
+        waiter = ToolBatchWaiter(call, order)
+        environments = self.projection.config.get("environments", [])
+        for record, (tool, invocation) in zip(started_records, invocations, strict=True):
+            self.turn.pending_effects[record["seq"]] = waiter
+            self.turn.pending_kinds[record["seq"]] = "tool_call"
+            self.send(self._executor("tool_call"),
+                      RunToolCall(self.session_id, record["seq"], tool, invocation, deadline,
+                                  environments, self.myAddress))
+        return None
+
+    def _op_events_emit(self, call: PendingHostCall) -> dict[str, Any]:
+        kind, data = call.op.get("kind"), call.op.get("data")
+        try:
+            size = check_event(kind, data, self.turn.emitted_bytes,
+                               self.settings.max_emitted_bytes)
+        except EventRefused as exc:
+            return _host_error(exc.code, exc.message)
+        self.turn.emitted_bytes += size
+        [record] = self._commit([extension_record(kind, data, "agentloop",
+                                                  self.turn.activation)])
+        return {"sequence": record["seq"]}
 
     def _offered_tools(self, requested: Any) -> list[dict[str, Any]]:
         configured = {tool["name"]: tool for tool in self.projection.config.get("tools", [])}
@@ -500,13 +595,19 @@ class SessionActor(ActorTypeDispatcher):
                             "input_schema": tool.get("input_schema", {"type": "object"})})
         return offered
 
-    def _executor(self) -> Any:
-        if self._model_executor is None:
-            from brain.actors.model_executor import ModelExecutor
+    def _executor(self, kind: str) -> Any:
+        """The executor actor for an effect kind (one per actor system, by globalName)."""
+        if kind not in self._executors:
+            if kind == "tool_call":
+                from brain.actors.tool_executor import ToolExecutor
 
-            self._model_executor = self.createActor(ModelExecutor,
-                                                    globalName=MODEL_EXECUTOR_GLOBAL_NAME)
-        return self._model_executor
+                actor, name = ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME
+            else:
+                from brain.actors.model_executor import ModelExecutor
+
+                actor, name = ModelExecutor, MODEL_EXECUTOR_GLOBAL_NAME
+            self._executors[kind] = self.createActor(actor, globalName=name)
+        return self._executors[kind]
 
     def _stop_turn(self, reason: str) -> None:
         """Cancellation, by request or by the wall deadline: forward it, then wait, bounded."""
@@ -514,21 +615,25 @@ class SessionActor(ActorTypeDispatcher):
         if turn is None or turn.stop_reason is not None:
             return
         turn.stop_reason = reason
-        for started in list(turn.pending_effects):
-            self.send(self._executor(), CancelEffect(self.session_id, started))
+        for started, kind in list(turn.pending_kinds.items()):
+            self.send(self._executor(kind), CancelEffect(self.session_id, started))
         self.wakeupAfter(CANCEL_GRACE_SECS, CancelGrace(turn.sequence))
 
     def _fail_pending(self, started: int, outcome: str, message: str) -> None:
         """Record an outstanding effect's outcome ourselves and release the waiting guest."""
         turn = self.turn
-        call = turn.pending_effects.pop(started)
+        waiter = turn.pending_effects.pop(started)
         kind = turn.pending_kinds.pop(started, "model_call")
         record: dict[str, Any] = {"kind": f"{kind}_failed", "started": started,
                                   "error": {"message": message}, "outcome": outcome}
         if kind == "tool_call":
             record["result"] = {"content": message, "is_error": True}
+            guest_answer = {"content": message, "is_error": True, "outcome": outcome}
+        else:
+            guest_answer = {"error": {"code": "model_call_failed", "outcome": outcome,
+                                      "message": message}}
         self._commit([record])
-        call.respond(_host_error(outcome if outcome != "unknown" else "effect_unknown", message))
+        waiter.settle(started, guest_answer)
 
     # --- turn completion --------------------------------------------------------------------
 

@@ -28,6 +28,30 @@ class PendingHostCall:
         self.answer.put(result)
 
 
+class SingleWaiter:
+    """The guest waits for one effect (a model call): its result is the answer."""
+
+    def __init__(self, call: PendingHostCall) -> None:
+        self.call = call
+
+    def settle(self, started: int, result: dict[str, Any]) -> None:
+        self.call.respond(result)
+
+
+class ToolBatchWaiter:
+    """The guest waits for every Tool call of one `tools.call`; results return in call order."""
+
+    def __init__(self, call: PendingHostCall, order: list[int]) -> None:
+        self.call = call
+        self.order = order
+        self.results: dict[int, dict[str, Any]] = {}
+
+    def settle(self, started: int, result: dict[str, Any]) -> None:
+        self.results[started] = result
+        if len(self.results) == len(self.order):
+            self.call.respond({"results": [self.results[s] for s in self.order]})
+
+
 @dataclass(frozen=True)
 class ActivationFinished:
     """Posted by the activation thread when the guest returned, failed or was stopped."""
@@ -47,8 +71,9 @@ class ActiveTurn:
     deadline: float | None
     model_calls: int = 0
     forced_error: dict[str, Any] | None = None
-    pending_effects: dict[int, PendingHostCall] = field(default_factory=dict)
-    pending_kinds: dict[int, str] = field(default_factory=dict)
+    pending_effects: dict[int, Any] = field(default_factory=dict)  # started → waiter
+    pending_kinds: dict[int, str] = field(default_factory=dict)  # started → "model_call"|...
+    emitted_bytes: int = 0
     cancelled: bool = False
     stop_reason: str | None = None  # "cancelled" or "timeout" once Brain is stopping the turn
 

@@ -39,7 +39,7 @@ CHECKPOINT_MAGIC = b"BRAINCKP"
 CHECKPOINT_VERSION = 1
 _HEADER = struct.Struct("<8sHHIIIII")
 HEADER_SIZE = _HEADER.size  # 32
-INDEX_STRIDE = 256
+INDEX_STRIDE = 64
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,28 @@ def write_checkpoint(path: Path, cp: Checkpoint, projection: Projection) -> None
     fsync_dir(path.parent)
 
 
-def load_checkpoint(path: Path, *, with_projection: bool = True) -> tuple[Checkpoint | None, str]:
-    """`(checkpoint, "")`, or `(None, why not)` when it is missing or damaged."""
+def _read(path: Path, meta_only: bool) -> bytes:
+    """The whole file, or (meta_only) just its header and meta section."""
+    if not meta_only:
+        return path.read_bytes()
+    with open(path, "rb") as src:
+        head = src.read(HEADER_SIZE)
+        if len(head) < HEADER_SIZE:
+            return head
+        meta_len = _HEADER.unpack_from(head)[3]
+        return head + src.read(meta_len)
+
+
+def load_checkpoint(
+    path: Path, *, with_projection: bool = True, meta_only: bool = False
+) -> tuple[Checkpoint | None, str]:
+    """`(checkpoint, "")`, or `(None, why not)` when it is missing or damaged.
+
+    `with_projection=False` skips decoding the body (its checksum is still verified);
+    `meta_only=True` reads only the header and meta, for a reader that needs the seek index.
+    """
     try:
-        data = path.read_bytes()
+        data = _read(path, meta_only)
     except FileNotFoundError:
         return None, "missing"
     except OSError as exc:
@@ -116,7 +134,7 @@ def load_checkpoint(path: Path, *, with_projection: bool = True) -> tuple[Checkp
         return None, "damaged (header checksum)"
     if version != CHECKPOINT_VERSION:
         return None, f"stale (checkpoint version {version})"
-    if len(data) != HEADER_SIZE + meta_len + body_len:
+    if len(data) != HEADER_SIZE + meta_len + (0 if meta_only else body_len):
         return None, "damaged (length)"
     meta_bytes = data[HEADER_SIZE : HEADER_SIZE + meta_len]
     if crc32c(meta_bytes) != meta_crc:
@@ -128,9 +146,9 @@ def load_checkpoint(path: Path, *, with_projection: bool = True) -> tuple[Checkp
         index = tuple(SeekPoint(*map(int, point)) for point in meta["index"])
         projection = None
         body = data[HEADER_SIZE + meta_len :]
-        if crc32c(body) != body_crc:
+        if not meta_only and crc32c(body) != body_crc:
             return None, "damaged (body checksum)"
-        if with_projection:
+        if with_projection and not meta_only:
             projection = Projection.from_dict(cbor2.loads(body))
             if projection.last_seq != meta["seq"]:
                 return None, "damaged (projection does not match its sequence)"
@@ -162,10 +180,10 @@ def resume_cursor(journal_dir: Path, cp: Checkpoint) -> tuple[SeekPoint | None, 
 
 
 def load_valid_checkpoint(
-    journal_dir: Path, path: Path, *, with_projection: bool = True
+    journal_dir: Path, path: Path, *, with_projection: bool = True, meta_only: bool = False
 ) -> tuple[Checkpoint | None, SeekPoint | None, str]:
     """The checkpoint and its resume point if it may be used, else `(None, None, why)`."""
-    cp, why = load_checkpoint(path, with_projection=with_projection)
+    cp, why = load_checkpoint(path, with_projection=with_projection, meta_only=meta_only)
     if cp is None:
         return None, None, why
     point, why = resume_cursor(journal_dir, cp)

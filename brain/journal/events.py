@@ -9,6 +9,7 @@ record's journal sequence.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 PUBLIC_RECORDS = frozenset({
@@ -27,8 +28,12 @@ _ENVELOPE = ("seq", "kind", "at")
 def rfc3339_ms(ms: int) -> str:
     """Integer epoch milliseconds as RFC 3339 UTC with milliseconds: 2026-12-02T13:04:19.123Z."""
     seconds, millis = divmod(ms, 1000)
-    stamp = datetime.fromtimestamp(seconds, UTC)
-    return f"{stamp:%Y-%m-%dT%H:%M:%S}.{millis:03d}Z"
+    return f"{_second(seconds)}.{millis:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    return f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%dT%H:%M:%S}"
 
 
 def transcript_length_after(record: dict[str, Any], length_before: int) -> int:

@@ -75,6 +75,37 @@ class FrameHeader:
         return bool(self.flags & FLAG_END_OF_BATCH)
 
 
+_pack_head = struct.Struct("<IHHQI").pack
+_pack_crc = struct.Struct("<I").pack
+_dumps = cbor2.dumps
+
+
+def encode_batch(records: list[dict[str, Any]]) -> tuple[bytearray, list[int], int]:
+    """Frame a batch: `(bytes, offset of each frame in them, payload CRC of the last frame)`.
+
+    The last frame carries FLAG_END_OF_BATCH. This is the writer's hot loop, kept flat.
+    """
+    out = bytearray()
+    offsets = []
+    last = len(records) - 1
+    crc = 0
+    for i, record in enumerate(records):
+        try:
+            payload = _dumps(record)
+        except (cbor2.CBOREncodeError, TypeError, ValueError) as exc:
+            raise InvalidRecord(f"record {record.get('kind')!r} is not encodable: {exc}") from None
+        if len(payload) > MAX_PAYLOAD:
+            raise InvalidRecord(f"record {record['seq']} is above the frame size limit")
+        offsets.append(len(out))
+        crc = crc32c(payload)
+        flags = FLAG_END_OF_BATCH if i == last else 0
+        head = _pack_head(len(payload), flags, 0, record["seq"], crc)
+        out += head
+        out += _pack_crc(crc32c(head))
+        out += payload
+    return out, offsets, crc
+
+
 def encode_frame(seq: int, payload: bytes, end_of_batch: bool) -> bytes:
     if len(payload) > MAX_PAYLOAD:
         raise InvalidRecord(f"record {seq} is {len(payload)} bytes, above the frame limit")

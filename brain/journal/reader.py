@@ -177,7 +177,7 @@ class SessionReader:
         """Where to start reading so that `seq` is reached soon, and the transcript length
         there. Any seek point that does not match the journal is ignored (read from the start)."""
         cp, point, _why = load_valid_checkpoint(
-            self.journal_dir, self.checkpoint_path, with_projection=False
+            self.journal_dir, self.checkpoint_path, with_projection=False, meta_only=True
         )
         if cp is None or point is None:
             return None, 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.journal.checkpoint import (
+    INDEX_STRIDE,
     Checkpoint,
     SeekPoint,
     load_valid_checkpoint,
@@ -28,8 +29,7 @@ from brain.journal.errors import InvalidRecord, JournalError, JournalLocked, Wri
 from brain.journal.frames import (
     FRAME_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
-    encode_frame,
-    encode_record,
+    encode_batch,
 )
 from brain.journal.projection import Projection, ProjectionBuilder
 from brain.journal.segments import (
@@ -217,48 +217,44 @@ class JournalWriter:
         if not records:
             return []
         at = max(self._clock(), self._last_at)
-        seq = self.last_seq
+        first = seq = self.last_seq + 1
         length = self._transcript_length
         committed: list[dict[str, Any]] = []
-        frames: list[bytes] = []
-        lengths_before: list[int] = []
-        last = len(records) - 1
-        for i, fields in enumerate(records):
+        for fields in records:
             kind = fields.get("kind") if isinstance(fields, dict) else None
-            if not isinstance(kind, str) or not kind:
+            if kind.__class__ is not str or not kind:
                 raise InvalidRecord("every record needs a non-empty string kind")
-            seq += 1
             record = {"seq": seq, "kind": kind, "at": at}
-            for key, value in fields.items():
-                if key not in _RESERVED:
-                    record[key] = value
-            lengths_before.append(length)
+            record.update(fields)  # keeps seq, kind, at first; fields cannot choose them:
+            record["seq"] = seq
+            record["at"] = at
             if kind == "transcript_changed":
                 length = _check_delta(record, length)
-            frames.append(encode_frame(seq, encode_record(record), i == last))
             committed.append(record)
-        data = b"".join(frames)
+            seq += 1
+        data, offsets, last_crc = encode_batch(committed)
         if self._size > SEGMENT_HEADER_SIZE and self._size + len(data) > self.segment_bytes:
-            self._roll(self.last_seq + 1)
-        offset = self._size
+            self._roll(first)
+        base = self._size
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view) :]
+            written = os.write(self._fd, data)
+            if written != len(data):
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._fd, view) :]
             os.fdatasync(self._fd)
         except OSError as exc:
             self._broken = exc
             raise WriterBroken(
                 f"{self.journal_dir}: write failed ({exc}); the journal must be reopened"
             ) from exc
-        for frame, record, before in zip(frames, committed, lengths_before, strict=True):
-            if wants_seek_point(record["seq"], offset, SEGMENT_HEADER_SIZE):
-                self._index.append(SeekPoint(record["seq"], self._segment, offset, before))
-            last_offset = offset
-            offset += len(frame)
-        self._last_frame = (self._segment, last_offset, _payload_crc(frames[-1]))
-        self._size = offset
-        self.last_seq = seq
+        for i, offset in enumerate(offsets):
+            if (first + i - 1) % INDEX_STRIDE == 0 or base + offset == SEGMENT_HEADER_SIZE:
+                before = _length_before(committed, i, self._transcript_length)
+                self._index.append(SeekPoint(first + i, self._segment, base + offset, before))
+        self._last_frame = (self._segment, base + offsets[-1], last_crc)
+        self._size = base + len(data)
+        self.last_seq = seq - 1
         self._last_at = at
         self._transcript_length = length
         return committed
@@ -337,8 +333,12 @@ class JournalWriter:
         return f"<JournalWriter {self.journal_dir} last_seq={self.last_seq}>"
 
 
-def _payload_crc(frame: bytes) -> int:
-    return int.from_bytes(frame[16:20], "little")
+def _length_before(records: list[dict[str, Any]], index: int, length: int) -> int:
+    """The transcript length just before records[index], given the length before records[0]."""
+    for record in records[:index]:
+        if record["kind"] == "transcript_changed":
+            length = record["length"]
+    return length
 
 
 def _check_delta(record: dict[str, Any], length: int) -> int:

@@ -79,8 +79,8 @@ def test_two_tool_calls_then_text(runtime: AgentloopRuntime) -> None:
         {
             "op": "tools.call",
             "calls": [
-                {"name": "lookup", "input": {"word": "brain"}},
-                {"name": "echo", "input": {"say": [1, 2.5, None, True]}},
+                {"id": "call-1", "name": "lookup", "input": {"word": "brain"}},
+                {"id": "call-2", "name": "echo", "input": {"say": [1, 2.5, None, True]}},
             ],
         },
         {"op": "transcript.set", "messages": after_tools},
@@ -134,7 +134,7 @@ def test_json_escaping_round_trip(runtime: AgentloopRuntime, tricky: str) -> Non
     assert brain.messages[0] == {"role": "user", "content": [text(tricky)]}
     assert brain.requests[4] == {
         "op": "tools.call",
-        "calls": [{"name": tricky, "input": {tricky: tricky}}],
+        "calls": [{"id": tricky, "name": tricky, "input": {tricky: tricky}}],
     }
     assert brain.messages[2]["content"][0] == {
         "type": "tool_result",

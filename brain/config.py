@@ -7,13 +7,13 @@ edits to the file cannot change where an existing session's effects go.
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from brain.agentloop.modules import load_module_info
 from brain.errors import InvalidRequest
 
 PART_KINDS = ("models", "tools", "environments", "agentloops")
@@ -79,6 +79,8 @@ class BrainConfig:
         for name, spec in self.agentloops.items():
             if not isinstance(spec.get("path"), str):
                 raise ConfigError(f"agentloops.{name}: path is required")
+            if not agentloop_path(spec["path"]).is_file():
+                raise ConfigError(f"agentloops.{name}: {spec['path']} is not a readable file")
 
     def resolve_create(self, body: dict[str, Any]) -> dict[str, Any]:
         """Turn a create body of names into the config recorded in session_created.
@@ -102,13 +104,9 @@ class BrainConfig:
         idle_ttl_ms = body.get("idle_ttl_ms")
         if idle_ttl_ms is not None and idle_ttl_ms < 0:
             raise InvalidRequest("idle_ttl_ms: must be >= 0")
-        loop_path = agentloop_path(self.agentloops[agentloop]["path"])
+        loop = load_module_info(agentloop_path(self.agentloops[agentloop]["path"]))
         return {
-            "agentloop": {
-                "name": agentloop,
-                "path": str(loop_path),
-                "sha256": _sha256_file(loop_path),
-            },
+            "agentloop": {"name": agentloop, "path": loop["path"], "sha256": loop["sha256"]},
             "model": {"name": model, **self.models[model]},
             "tools": [{"name": name, **self.tools[name]} for name in tools],
             "environments": [{"name": name, **self.environments[name]} for name in environments],
@@ -123,13 +121,6 @@ def agentloop_path(configured: str) -> Path:
         name = configured[len(BUILTIN_AGENTLOOP_PREFIX):]
         return Path(str(resources.files("brain.agentloop").joinpath(f"{name}.wasm")))
     return Path(configured)
-
-
-def _sha256_file(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
 
 
 def _require_names(field: str, names: list[Any], known: dict[str, Any]) -> None:

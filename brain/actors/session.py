@@ -74,6 +74,26 @@ def agentloop_runtime(settings: Settings) -> Any:
     return _runtime
 
 
+def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str, Any],
+                      host_call: Any, deadline: float | None) -> dict[str, Any]:
+    """Run the Agentloop recorded at creation, refusing a module file changed since then."""
+    from brain.agentloop import AgentloopError, load_module_info
+
+    try:
+        current = load_module_info(agentloop["path"])["sha256"]
+    except (OSError, AgentloopError):
+        raise AgentloopError("agentloop_error",
+                             f"Agentloop {agentloop['name']!r}: module file "
+                             f"{agentloop['path']} cannot be read") from None
+    recorded = agentloop.get("sha256")
+    if recorded and current != recorded:
+        raise AgentloopError("agentloop_error",
+                             f"Agentloop {agentloop['name']!r} changed since the session was "
+                             f"created (recorded sha256 {recorded[:12]}…, file now "
+                             f"{current[:12]}…); create a new session to use the new module")
+    return runtime.activate(agentloop["path"], payload, host_call, deadline)
+
+
 class SessionActor(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -333,10 +353,9 @@ class SessionActor(ActorTypeDispatcher):
             },
         }
         runtime = agentloop_runtime(self.settings)
-        path = agentloop["path"]
         start_activation(
             self.bridge,
-            lambda host_call: runtime.activate(path, payload, host_call, deadline),
+            lambda host_call: activate_recorded(runtime, agentloop, payload, host_call, deadline),
             turn_seq,
         )
 

@@ -23,6 +23,10 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import sys
+from array import array
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +68,7 @@ class Checkpoint:
     crc: int
     at: int
     transcript_length: int
-    index: tuple[SeekPoint, ...]
+    index: Sequence[SeekPoint]
     projection: Projection | None  # None when loaded without the body
 
     def resume_point(self, frame_length: int) -> SeekPoint:
@@ -76,7 +80,7 @@ def encode_checkpoint(cp: Checkpoint, projection: Projection) -> bytes:
     meta = cbor2.dumps({
         "fold_version": FOLD_VERSION, "seq": cp.seq, "segment": cp.segment,
         "offset": cp.offset, "crc": cp.crc, "at": cp.at, "transcript_length": cp.transcript_length,
-        "index": [[p.seq, p.segment, p.offset, p.transcript_length] for p in cp.index],
+        "index": _pack_index(cp.index),
     })  # fmt: skip
     body = cbor2.dumps(projection.to_dict())
     head = _HEADER.pack(
@@ -143,7 +147,7 @@ def load_checkpoint(
         meta = cbor2.loads(meta_bytes)
         if meta["fold_version"] != FOLD_VERSION:
             return None, f"stale (fold version {meta['fold_version']})"
-        index = tuple(SeekPoint(*map(int, point)) for point in meta["index"])
+        index = SeekIndex(meta["index"])
         projection = None
         body = data[HEADER_SIZE + meta_len :]
         if not meta_only and crc32c(body) != body_crc:
@@ -192,23 +196,52 @@ def load_valid_checkpoint(
     return cp, point, ""
 
 
-def seek_point(index: tuple[SeekPoint, ...] | list[SeekPoint], seq: int) -> SeekPoint | None:
+def _pack_index(points: Any) -> bytes:
+    flat = array("Q")
+    for p in points:
+        flat.extend((p.seq, p.segment, p.offset, p.transcript_length))
+    if sys.byteorder != "little":
+        flat.byteswap()
+    return flat.tobytes()
+
+
+class SeekIndex(Sequence[SeekPoint]):
+    """Seek points stored as packed little-endian u64 quadruples: a page read bisects them
+    without building thousands of objects."""
+
+    def __init__(self, packed: bytes) -> None:
+        if len(packed) % 32:
+            raise ValueError("seek index length")
+        self._flat = array("Q", packed)
+        if sys.byteorder != "little":
+            self._flat.byteswap()
+        self._seqs = self._flat[0::4]
+
+    def __len__(self) -> int:
+        return len(self._seqs)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return SeekPoint(*self._flat[4 * i : 4 * i + 4])
+
+    def before(self, seq: int) -> SeekPoint | None:
+        """The last seek point at or before `seq`."""
+        i = bisect_right(self._seqs, seq)
+        return self[i - 1] if i else None
+
+
+def seek_point(index: Sequence[SeekPoint], seq: int) -> SeekPoint | None:
     """The last seek point at or before `seq`."""
-    best = None
-    lo, hi = 0, len(index)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if index[mid].seq <= seq:
-            best = index[mid]
-            lo = mid + 1
-        else:
-            hi = mid
-    return best
+    if isinstance(index, SeekIndex):
+        return index.before(seq)
+    i = bisect_right([p.seq for p in index], seq)
+    return index[i - 1] if i else None
 
 
 def wants_seek_point(seq: int, offset: int, segment_header_size: int) -> bool:
     return (seq - 1) % INDEX_STRIDE == 0 or offset == segment_header_size
-
-
-def index_from_plain(points: Any) -> tuple[SeekPoint, ...]:
-    return tuple(SeekPoint(*p) for p in points)

@@ -18,8 +18,7 @@ readers decide that a batch is whole.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import cbor2
 import google_crc32c
@@ -63,8 +62,7 @@ def decode_segment_header(data: bytes) -> tuple[int | None, str | None]:
     return first_seq, None
 
 
-@dataclass(frozen=True, slots=True)
-class FrameHeader:
+class FrameHeader(NamedTuple):
     length: int
     flags: int
     seq: int

@@ -52,7 +52,8 @@ def resolve(target: str, environ: dict[str, str] | None = None) -> tuple[Path, P
     raise JournalError(f"no journal at {path}")
 
 
-def verify(target: str, out: TextIO = sys.stdout) -> int:
+def verify(target: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     try:
         journal_dir, checkpoint_path = resolve(target)
         segments = list_segments(journal_dir)
@@ -124,7 +125,8 @@ def _checkpoint_state(path: Path | None, journal_dir: Path, folded: Any) -> tupl
     return f"valid through {cp.seq}", True
 
 
-def dump(target: str, start: int = 1, as_json: bool = False, out: TextIO = sys.stdout) -> int:
+def dump(target: str, start: int = 1, as_json: bool = False, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
     try:
         journal_dir, _ = resolve(target)
         for frame in JournalScan(journal_dir):

@@ -357,3 +357,45 @@ def test_corrupt_journal_names_file_offset_and_seq(tmp_path: Path) -> None:
         reader.transcript()
     with pytest.raises(CorruptJournal):
         reader.events_page(0, 10)
+
+
+def test_failed_fdatasync_poisons_the_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import brain.journal.writer as writer_module
+    from brain.journal import WriterBroken
+
+    writer = open_writer(tmp_path)
+    writer.append([created()])
+
+    def failing(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(writer_module.os, "fdatasync", failing)
+    with pytest.raises(WriterBroken):
+        writer.append([{"kind": "kv_put", "key": "a", "value": 1}])
+    monkeypatch.undo()
+    with pytest.raises(WriterBroken):  # never retried on the same descriptor
+        writer.append([{"kind": "kv_put", "key": "a", "value": 1}])
+    writer.close()
+    writer = open_writer(tmp_path)  # reopening recovers whatever reached the file
+    assert writer.last_seq in (1, 2)
+    writer.close()
+
+
+def test_a_forked_child_cannot_use_or_hold_the_parents_writer(tmp_path: Path) -> None:
+    import os
+
+    writer = open_writer(tmp_path)
+    writer.append([created()])
+    pid = os.fork()
+    if pid == 0:  # child: the inherited writer is unusable; exit without running pytest code
+        try:
+            writer.append([{"kind": "kv_put", "key": "x", "value": 1}])
+            os._exit(1)
+        except JournalError:
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    writer.close()
+    open_writer(tmp_path).close()  # the lock went with the parent's close

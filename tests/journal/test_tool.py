@@ -1,0 +1,71 @@
+"""`brain journal verify` and `brain journal dump` (tools/journal_tool.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brain.journal import JournalWriter, SessionReader
+from tests.journal.helpers import created, delta, message, open_writer, segments
+from tools.journal_tool import main
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("BRAIN_DATA_DIR", str(tmp_path))
+    writer = open_writer(tmp_path / "sessions" / "s1", segment_bytes=512)
+    writer.append([created(seeded=1), delta(0, [message("seed")])])
+    for i in range(10):
+        writer.append([{"kind": "kv_put", "key": f"k{i}", "value": i}])
+    writer.append([{"kind": "turn_started", "input": "hi", "mode": "send"}])
+    writer.write_checkpoint(SessionReader(tmp_path / "sessions" / "s1").projection())
+    writer.close()
+    return tmp_path
+
+
+def test_verify_counts(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "s1"]) == 0
+    out = capsys.readouterr().out
+    assert "records     13" in out and "events      2" in out and "last_seq    13" in out
+    assert "valid through 13" in out and "status      running" in out
+    assert main(["verify", str(data_dir / "sessions" / "s1" / "journal")]) == 0
+
+
+def test_verify_reports_first_problem_even_under_a_checkpoint(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = segments(data_dir / "sessions" / "s1")[0]
+    data = bytearray(first.read_bytes())
+    data[60] ^= 0x10
+    first.write_bytes(bytes(data))
+    assert main(["verify", "s1"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("CORRUPT") and first.name in out and "offset 32" in out
+
+
+def test_verify_notes_a_torn_tail_without_failing(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    last = segments(data_dir / "sessions" / "s1")[-1]
+    last.write_bytes(last.read_bytes()[:-5])
+    assert main(["verify", "s1"]) == 0
+    out = capsys.readouterr().out
+    assert "torn tail" in out and "last_seq    12" in out
+    assert "stale" in out  # the checkpoint names the frame that tore
+    JournalWriter.open(data_dir / "sessions" / "s1" / "journal").close()
+
+
+def test_verify_missing_session(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", "nope"]) == 1
+    assert "no journal" in capsys.readouterr().out
+
+
+def test_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dump", "s1", "--from", "12", "--json"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [json.loads(line)["seq"] for line in lines] == [12, 13]
+    assert main(["dump", "s1"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert len(text) == 13 and "session_created" in text[0] and "Z" in text[0]

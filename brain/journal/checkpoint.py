@@ -35,7 +35,13 @@ import cbor2
 
 from brain.journal.frames import FRAME_HEADER_SIZE, crc32c
 from brain.journal.projection import FOLD_VERSION, Projection
-from brain.journal.segments import Cursor, fsync_dir, read_frame_header, segment_name
+from brain.journal.segments import (
+    Cursor,
+    frame_is_whole,
+    fsync_dir,
+    read_frame_header,
+    segment_name,
+)
 
 log = logging.getLogger("brain.journal")
 
@@ -175,11 +181,14 @@ def resume_cursor(journal_dir: Path, cp: Checkpoint) -> tuple[SeekPoint | None, 
     """Where reading continues after the checkpoint, or `(None, why)` when it is stale:
     the frame it names must still be there, whole, with the same sequence and checksum, and
     end a batch."""
-    header = read_frame_header(journal_dir / segment_name(cp.segment), cp.offset)
+    path = journal_dir / segment_name(cp.segment)
+    header = read_frame_header(path, cp.offset)
     if header is None:
         return None, "stale (its last frame is not in the journal)"
     if header.seq != cp.seq or header.payload_crc != cp.crc or not header.end_of_batch:
         return None, "stale (journal position does not match)"
+    if not frame_is_whole(path, cp.offset, header):
+        return None, "stale (its last frame is no longer whole)"
     return cp.resume_point(header.length), ""
 
 

@@ -148,6 +148,19 @@ def read_frame_header(path: Path, offset: int) -> FrameHeader | None:
     return decode_frame_header(data)
 
 
+def frame_is_whole(path: Path, offset: int, header: FrameHeader) -> bool:
+    """Whether the frame with `header` at `offset` is entirely in `path` with a good payload."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        payload = os.pread(fd, header.length, offset + FRAME_HEADER_SIZE)
+    finally:
+        os.close(fd)
+    return len(payload) == header.length and crc32c(payload) == header.payload_crc
+
+
 def _zero_run_start(fd: int, pos: int, size: int) -> int:
     """The smallest offset z >= pos such that every byte in [z, size) is zero."""
     end = size
@@ -235,6 +248,8 @@ class JournalScan:
                 raise CorruptJournal(
                     path, 0, expected, f"segment header says it starts at {first_seq}"
                 )
+            if offset is not None and offset > size:
+                raise JournalError(f"{path}: position {offset} is past its end ({size} bytes)")
             if offset is None:
                 if first_seq != expected:
                     raise CorruptJournal(

@@ -54,7 +54,11 @@ def test_verify_notes_a_torn_tail_without_failing(
     out = capsys.readouterr().out
     assert "torn tail" in out and "last_seq    12" in out
     assert "stale" in out  # the checkpoint names the frame that tore
-    JournalWriter.open(data_dir / "sessions" / "s1" / "journal").close()
+    writer = JournalWriter.open(data_dir / "sessions" / "s1" / "journal")
+    assert writer.last_seq == 12  # truncated, checkpoint rebuilt
+    writer.close()
+    assert main(["verify", "s1"]) == 0
+    assert "valid through 12" in capsys.readouterr().out
 
 
 def test_verify_missing_session(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 REGISTRY_GLOBAL_NAME = "brain.registry"
 MODEL_EXECUTOR_GLOBAL_NAME = "brain.executor.model"
 TOOL_EXECUTOR_GLOBAL_NAME = "brain.executor.tool"
+METRICS_GLOBAL_NAME = "brain.metrics"
 
 
 # --- commands a client sends to one session (through the registry) ------------------------
@@ -168,3 +169,23 @@ class ToolCallDone:
     session_id: str
     started: int
     outcome: dict[str, Any]
+
+
+# --- metrics -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricsReport:
+    """Any process → MetricsActor: counter deltas, histogram observations, current gauges."""
+
+    source: str
+    counters: dict[Any, float]
+    observations: dict[str, list[float]]
+    gauges: dict[str, float]
+
+
+@dataclass(frozen=True)
+class MetricsScrape:
+    """Web → MetricsActor (via the registry's count of open session actors)."""
+
+    session_actors_open: int

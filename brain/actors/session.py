@@ -20,6 +20,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 from brain import errors
 from brain.actors.bridge import ThreadBridge
 from brain.actors.messages import (
+    METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     CancelEffect,
@@ -30,6 +31,7 @@ from brain.actors.messages import (
     Delivered,
     EndSession,
     IdleTimeout,
+    MetricsReport,
     ModelCallDone,
     Recover,
     ReleaseMe,
@@ -51,6 +53,7 @@ from brain.actors.turn import (
 )
 from brain.journal import CorruptJournal, JournalWriter, SessionReader, fold
 from brain.live import LivePublisher
+from brain.metrics import MetricBatch
 from brain.sessions.extension_events import EventRefused, check_event, extension_record
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.transcript_diff import context_delta, transcript_delta
@@ -110,6 +113,7 @@ class SessionActor(ActorTypeDispatcher):
         self.idle_generation = 0
         self._executors: dict[str, Any] = {}
         self.live = LivePublisher(self.settings.data_path)
+        self.metrics = MetricBatch()
 
     # --- dispatch ---------------------------------------------------------------------------
 
@@ -258,9 +262,12 @@ class SessionActor(ActorTypeDispatcher):
     def _commit(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Append one batch (one write, one fdatasync) and fold it into the projection."""
         assert self.writer is not None
+        began = time.perf_counter()
         committed = self.writer.append(records)
+        self.metrics.observe("brain_journal_commit_seconds", time.perf_counter() - began)
         for record in committed:
             self.projection = fold(self.projection, record)
+            _count(self.metrics, record)
         self.live.committed(self.session_id, committed[-1]["seq"])  # after the fsync
         return committed
 
@@ -722,13 +729,42 @@ class SessionActor(ActorTypeDispatcher):
         else:
             self.release_wanted = False  # explicit zero: retain indefinitely
 
+    def _flush_metrics(self) -> None:
+        if not self.metrics:
+            return
+        counters, observations = self.metrics.take()
+        if METRICS_GLOBAL_NAME not in self._executors:
+            from brain.actors.metrics_actor import MetricsActor
+
+            self._executors[METRICS_GLOBAL_NAME] = self.createActor(
+                MetricsActor, globalName=METRICS_GLOBAL_NAME)
+        self.send(self._executors[METRICS_GLOBAL_NAME],
+                  MetricsReport(f"session-{self.session_id}", counters, observations, {}))
+
     def _release_if_idle(self) -> None:
+        if self.turn is None:
+            self._flush_metrics()
         if (self.release_wanted or self.writer is None) and self.turn is None \
                 and self.registry is not None:
             self.send(self.registry, ReleaseMe(self.session_id, self.handled))
 
 
 EFFECT_OPS = frozenset({"model.call", "tools.call"})
+_EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed", "tool_call_ended",
+                               "tool_call_failed", "environment_op_ended",
+                               "environment_op_failed"})
+
+
+def _count(metrics: MetricBatch, record: dict[str, Any]) -> None:
+    kind = record["kind"]
+    if kind in _EFFECT_TERMINALS:
+        metrics.inc("brain_effects_total", kind=kind.rsplit("_", 1)[0],
+                    outcome=record.get("outcome", "unknown"))
+    elif kind == "turn_ended":
+        metrics.inc("brain_turns_total", status="ended", code="")
+    elif kind == "turn_failed":
+        metrics.inc("brain_turns_total", status="failed",
+                    code=(record.get("error") or {}).get("code", ""))
 
 
 def _host_error(code: str, message: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
 from brain.web.resources.lifecycle import CancelResource, EndResource, TokensResource
 from brain.web.resources.messages import MessagesResource
+from brain.web.resources.metrics import MetricsResource, WorkerMetrics
 from brain.web.resources.sessions import SessionResource, SessionsResource
 
 
@@ -24,15 +25,17 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     if hub is None:
         hub = LiveHub(settings.data_path)
         hub.start()
+    worker_metrics = WorkerMetrics(gateway, hub)
     app = falcon.App(
         middleware=[RequestIdMiddleware(), AuthMiddleware(operator_token, settings.sessions_path),
-                    DrainMiddleware(settings.data_path)],
+                    DrainMiddleware(settings.data_path), worker_metrics],
     )
     app.req_options.strip_url_path_trailing_slash = True
     web_errors.install(app)
     gate = IdempotencyGate(settings)
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadyResource(gateway))
+    app.add_route("/metrics", MetricsResource(gateway))
     app.add_route("/v1/sessions", SessionsResource(settings, config, gateway, gate))
     app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway, gate))

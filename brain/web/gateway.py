@@ -29,6 +29,7 @@ class ActorGateway:
         self._system: Any = None
         self._registry: Any = None
         self._pool: list[Any] = []
+        self._globals: dict[str, Any] = {}
 
     def _connect(self) -> None:
         with self._lock:
@@ -89,6 +90,32 @@ class ActorGateway:
         if reply.error_code is not None:
             raise errors.from_code(reply.error_code, reply.error_message or "")
         return reply.body or {}
+
+    def ask_global(self, global_name: str, actor_class: Any, message: Any,
+                   timeout: float = 5.0) -> Any:
+        """Ask a singleton actor (registry, metrics) and return its answer, or None."""
+        self._connect()
+        address = self._globals.get(global_name)
+        if address is None:
+            address = self._system.createActor(actor_class, globalName=global_name)
+            self._globals[global_name] = address
+        endpoint = self._take_endpoint()
+        answer = endpoint.ask(address, message, timeout)
+        if answer is None:
+            endpoint.exit_clone()
+            return None
+        self._return_endpoint(endpoint)
+        return answer
+
+    def tell_global(self, global_name: str, actor_class: Any, message: Any) -> None:
+        self._connect()
+        address = self._globals.get(global_name)
+        if address is None:
+            address = self._system.createActor(actor_class, globalName=global_name)
+            self._globals[global_name] = address
+        endpoint = self._take_endpoint()
+        endpoint.tell(address, message)
+        self._return_endpoint(endpoint)
 
     def ping(self, timeout: float = 2.0) -> bool:
         try:

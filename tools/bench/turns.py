@@ -1,52 +1,101 @@
-"""Sync text-turn latency and throughput against a real `brain serve`, vs the disk's fsync rate.
+"""Sync turn latency and throughput against a real `brain serve`, vs the disk's fsync rate.
 
-Usage: python -m tools.bench.turns [--turns 200] [--sessions 16] [--per-session 20]
+Usage: python -m tools.bench.turns [--arm text|tools] [--turns 200] [--sessions 16]
+                                   [--per-session 20]
 
-Prints p50/p99 latency over sequential turns in one session, turns/s over concurrent sessions,
-fsyncs per turn (journal commits counted from the records a turn writes) and the ratio of the
-turn rate to the raw fdatasync ceiling of the same data dir, measured in the same run.
+`--arm text` (default): p50/p99 latency over sequential text turns in one session, then turns/s
+over concurrent sessions. `--arm tools`: every turn is 2 model rounds of 4 parallel `echo` tool
+calls, then a text answer (a scripted model); reports turns/s and tool calls/s.
+
+Both arms print the fsyncs (journal commits = batches) per turn, counted from the session
+journals with JournalScan, and the ratio of the turn rate to the raw fdatasync ceiling of the
+same data dir divided by that count, measured in the same run, and the load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from tests.support.server import BrainServer
-from tools.bench.common import raw_fdatasync_rate, summary_ms
+from tools.bench.common import journal_batches_per_turn, loadavg, raw_fdatasync_rate, summary_ms
 
-# Commits of one default-loop text turn: [turn_started+activation_started], transcript_changed
-# (user), model_call_started, model_call_ended, transcript_changed (assistant),
-# [activation_ended+turn_ended].
-COMMITS_PER_TEXT_TURN = 6
+TOOL_CONFIG = """
+[models.tooluser]
+provider = "scripted"
+script = [
+  { tool_calls = [ { name = "echo", input = { i = 1 } }, { name = "echo", input = { i = 2 } },
+                   { name = "echo", input = { i = 3 } }, { name = "echo", input = { i = 4 } } ] },
+  { tool_calls = [ { name = "echo", input = { i = 5 } }, { name = "echo", input = { i = 6 } },
+                   { name = "echo", input = { i = 7 } }, { name = "echo", input = { i = 8 } } ] },
+  { text = "done" },
+]
+"""
+TOOL_CALLS_PER_TURN = 8
+DEADLINE_SECS = 600.0
 
 
-def run(turns: int, sessions: int, per_session: int) -> None:
+def batches(server: BrainServer, sids: list[str]) -> list[int]:
+    counts: list[int] = []
+    for sid in sids:
+        counts += journal_batches_per_turn(server.data_dir / "sessions" / sid / "journal")
+    return counts
+
+
+def count_tool_calls(server: BrainServer, sids: list[str]) -> int:
+    from brain.journal import JournalScan
+
+    total = 0
+    for sid in sids:
+        for frame in JournalScan(server.data_dir / "sessions" / sid / "journal"):
+            if frame.record["kind"] == "tool_call_ended" and frame.record.get("outcome") == "ok":
+                total += 1
+    return total
+
+
+def run(arm: str, turns: int, sessions: int, per_session: int) -> None:
+    print(f"arm {arm}; before: {loadavg()}")
     with tempfile.TemporaryDirectory(dir=".") as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
+        env = {}
+        create: dict = {}
+        if arm == "tools":
+            config = Path(tmp) / "brain.toml"
+            config.write_text(TOOL_CONFIG)
+            env["BRAIN_CONFIG"] = str(config)
+            create = {"model": "tooluser", "tools": ["echo"]}
         fsync_rate = raw_fdatasync_rate(data)
-        server = BrainServer(data).start()
+        server = BrainServer(data, env=env).start()
+        errors: list[BaseException] = []
         try:
-            sid = server.create_session()["id"]
+            sid = server.create_session(**create)["id"]
             server.send(sid, "warm-up")
             latencies = []
+            deadline = time.monotonic() + DEADLINE_SECS
             for i in range(turns):
+                if time.monotonic() > deadline:
+                    break
                 start = time.perf_counter()
-                server.send(sid, f"turn {i}")
+                result = server.send(sid, f"turn {i}")
                 latencies.append(time.perf_counter() - start)
-            events = server.events(sid)
-            commits = len({(e["sequence"]) for e in events})
-            ids = [server.create_session()["id"] for _ in range(sessions)]
-            errors: list[BaseException] = []
+                if result.get("status") != "ended":
+                    raise SystemExit(f"turn did not end: {result}")
+            seq_batches = batches(server, [sid])[1:]  # without the warm-up turn
+            ids = [server.create_session(**create)["id"] for _ in range(sessions)]
 
             def drive(session_id: str) -> None:
                 try:
                     for i in range(per_session):
-                        server.send(session_id, f"parallel {i}")
+                        if time.monotonic() > deadline:
+                            raise TimeoutError("benchmark deadline")
+                        result = server.send(session_id, f"parallel {i}")
+                        if result.get("status") != "ended":
+                            raise RuntimeError(f"turn did not end: {result}")
                 except BaseException as exc:  # reported below
                     errors.append(exc)
 
@@ -55,30 +104,44 @@ def run(turns: int, sessions: int, per_session: int) -> None:
             for t in threads:
                 t.start()
             for t in threads:
-                t.join(timeout=600)
+                t.join(timeout=DEADLINE_SECS)
             elapsed = time.perf_counter() - start
+            conc_batches = batches(server, ids)
+            tool_calls = count_tool_calls(server, ids) if arm == "tools" else 0
         finally:
             server.kill()
     if errors:
         raise SystemExit(f"benchmark failed: {errors[0]!r}")
     total = sessions * per_session
     turn_rate = total / elapsed
-    ceiling = fsync_rate / COMMITS_PER_TEXT_TURN
+    per_turn = statistics.fmean(conc_batches)
+    ceiling = fsync_rate / per_turn
     print(f"raw fdatasync ceiling:       {fsync_rate:,.0f} appends/s (same data dir)")
-    print(f"sequential sync text turns:  {summary_ms(latencies)} over {turns} turns")
-    print(f"sequential turns/s:          {turns / sum(latencies):,.1f}")
-    print(f"concurrent: {sessions} sessions x {per_session} turns: {turn_rate:,.1f} turns/s")
-    print(f"fsyncs per text turn:        {COMMITS_PER_TEXT_TURN} (public events seen: {commits})")
+    print(f"sequential sync {arm} turns: {summary_ms(latencies)} over {len(latencies)} turns")
+    print(f"sequential turns/s:          {len(latencies) / sum(latencies):,.1f}")
+    print(f"concurrent: {sessions} sessions x {per_session} turns: {turn_rate:,.1f} turns/s "
+          f"in {elapsed:.2f} s")
+    if arm == "tools":
+        print(f"tool calls/s (concurrent):   {tool_calls / elapsed:,.1f} "
+              f"({tool_calls} ok tool_call_ended, expected {total * TOOL_CALLS_PER_TURN})")
+    print(f"fsyncs (batches) per turn:   sequential {statistics.fmean(seq_batches):.2f} "
+          f"(min {min(seq_batches)}, max {max(seq_batches)}, {len(seq_batches)} turns); "
+          f"concurrent {per_turn:.2f} (min {min(conc_batches)}, max {max(conc_batches)}, "
+          f"{len(conc_batches)} turns)")
+    print(f"fdatasyncs/s (concurrent):   {turn_rate * per_turn:,.0f} "
+          f"= {turn_rate * per_turn / fsync_rate:.3f} of the raw rate")
     print(f"turn rate / fsync ceiling ({ceiling:,.0f} turns/s): {turn_rate / ceiling:.3f}")
+    print(f"after: {loadavg()}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--arm", choices=("text", "tools"), default="text")
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--per-session", type=int, default=20)
     args = parser.parse_args()
-    run(args.turns, args.sessions, args.per_session)
+    run(args.arm, args.turns, args.sessions, args.per_session)
 
 
 if __name__ == "__main__":

@@ -4,15 +4,18 @@ Layout of `sessions/{id}/checkpoint` (little endian)::
 
     magic "BRAINCKP" (8) | version u16 | reserved u16 | meta_len u32 | body_len u32
     | meta_crc u32 | body_crc u32 | header_crc u32          (32-byte header)
-    meta (CBOR)   {fold_version, seq, segment, offset, crc, at, transcript_length, index}
-    body (CBOR)   the Projection as plain data
+    meta (CBOR)   {fold_version, seq, segment, offset, crc, at, core_length, transcript_length,
+                   index}
+    body          CBOR of the Projection without transcript and kv (core_length bytes),
+                  then CBOR of [transcript, kv]
 
 `seq`/`segment`/`offset`/`crc` name the frame of the last folded record: its segment, byte
 offset and payload CRC. A checkpoint is used only if that exact frame is still there, so a
 journal that was truncated, replaced or rewritten makes it stale. `index` holds seek points
 `[seq, segment, offset, transcript_length_before]` so event pages start near their cursor
 without reading the whole journal. Meta and body have separate checksums so a page read can
-use the index without decoding the (possibly large) projection.
+use the index without decoding the (possibly large) projection, and the body's core comes first
+so a status read need not decode the transcript.
 
 The file is replaced atomically (temp file, fsync, rename, directory fsync). Nothing here is
 ever trusted over the journal: any doubt means "rebuild".
@@ -83,12 +86,15 @@ class Checkpoint:
 
 
 def encode_checkpoint(cp: Checkpoint, projection: Projection) -> bytes:
+    plain = projection.to_dict()
+    content = cbor2.dumps([plain.pop("transcript"), plain.pop("kv")])
+    core = cbor2.dumps(plain)
+    body = core + content
     meta = cbor2.dumps({
         "fold_version": FOLD_VERSION, "seq": cp.seq, "segment": cp.segment,
-        "offset": cp.offset, "crc": cp.crc, "at": cp.at, "transcript_length": cp.transcript_length,
-        "index": _pack_index(cp.index),
+        "offset": cp.offset, "crc": cp.crc, "at": cp.at, "core_length": len(core),
+        "transcript_length": cp.transcript_length, "index": _pack_index(cp.index),
     })  # fmt: skip
-    body = cbor2.dumps(projection.to_dict())
     head = _HEADER.pack(
         CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 0, len(meta), len(body), crc32c(meta), crc32c(body), 0
     )[:-4]
@@ -124,12 +130,13 @@ def _read(path: Path, meta_only: bool) -> bytes:
 
 
 def load_checkpoint(
-    path: Path, *, with_projection: bool = True, meta_only: bool = False
+    path: Path, *, with_projection: bool = True, meta_only: bool = False, content: bool = True
 ) -> tuple[Checkpoint | None, str]:
     """`(checkpoint, "")`, or `(None, why not)` when it is missing or damaged.
 
     `with_projection=False` skips decoding the body (its checksum is still verified);
-    `meta_only=True` reads only the header and meta, for a reader that needs the seek index.
+    `meta_only=True` reads only the header and meta, for a reader that needs the seek index;
+    `content=False` leaves the transcript and kv out (empty), for a status read.
     """
     try:
         data = _read(path, meta_only)
@@ -159,7 +166,13 @@ def load_checkpoint(
         if not meta_only and crc32c(body) != body_crc:
             return None, "damaged (body checksum)"
         if with_projection and not meta_only:
-            projection = Projection.from_dict(cbor2.loads(body))
+            core_length = meta["core_length"]
+            plain = cbor2.loads(body[:core_length])
+            if content:
+                plain["transcript"], plain["kv"] = cbor2.loads(body[core_length:])
+            else:
+                plain["transcript"], plain["kv"] = [], {}
+            projection = Projection.from_dict(plain)
             if projection.last_seq != meta["seq"]:
                 return None, "damaged (projection does not match its sequence)"
         cp = Checkpoint(
@@ -193,10 +206,17 @@ def resume_cursor(journal_dir: Path, cp: Checkpoint) -> tuple[SeekPoint | None, 
 
 
 def load_valid_checkpoint(
-    journal_dir: Path, path: Path, *, with_projection: bool = True, meta_only: bool = False
+    journal_dir: Path,
+    path: Path,
+    *,
+    with_projection: bool = True,
+    meta_only: bool = False,
+    content: bool = True,
 ) -> tuple[Checkpoint | None, SeekPoint | None, str]:
     """The checkpoint and its resume point if it may be used, else `(None, None, why)`."""
-    cp, why = load_checkpoint(path, with_projection=with_projection, meta_only=meta_only)
+    cp, why = load_checkpoint(
+        path, with_projection=with_projection, meta_only=meta_only, content=content
+    )
     if cp is None:
         return None, None, why
     point, why = resume_cursor(journal_dir, cp)

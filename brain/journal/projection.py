@@ -98,12 +98,15 @@ class ProjectionBuilder:
     projection never disturbs it and replaying N records costs O(N), not O(N * transcript).
     """
 
-    __slots__ = ("_values", "_owned")
+    __slots__ = ("_values", "_owned", "_content")
 
-    def __init__(self, base: Projection | None = None) -> None:
+    def __init__(self, base: Projection | None = None, *, content: bool = True) -> None:
+        """`content=False` skips transcript and kv records (a status-only fold: the result's
+        transcript, kv and public_events are not meaningful)."""
         base = base if base is not None else Projection()
         self._values = {f.name: getattr(base, f.name) for f in fields(Projection)}
         self._owned: set[str] = set()
+        self._content = content
 
     @property
     def last_seq(self) -> int:
@@ -138,6 +141,8 @@ class ProjectionBuilder:
         v["updated_at"] = record["at"]
         public = kind in PUBLIC_RECORDS or kind == "extension_event"
 
+        if not self._content and kind in ("transcript_changed", "kv_put", "kv_delete"):
+            return self
         if kind == "transcript_changed":
             start, items, length = _delta(record)
             if start > len(v["transcript"]):
@@ -149,7 +154,6 @@ class ProjectionBuilder:
             transcript = self._own("transcript")
             del transcript[start:]
             transcript.extend(items)
-            assert len(transcript) == length
         elif kind == "kv_put":
             self._own("kv")[record["key"]] = record.get("value")
         elif kind == "kv_delete":

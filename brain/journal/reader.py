@@ -66,7 +66,7 @@ class SessionReader:
         A refused journal reports status `damaged` (with what the readable prefix says)
         instead of raising: the Session resource stays readable so the damage is visible.
         """
-        projection, error = self._retry(self._fold)
+        projection, error = self._retry(lambda: self._fold(content=False))
         view = projection.status_view()
         if error is not None:
             view["status"] = "damaged"
@@ -74,16 +74,18 @@ class SessionReader:
 
     def damage(self) -> CorruptJournal | None:
         """The reason this session is refused, or None when it reads cleanly."""
-        return self._retry(self._fold)[1]
+        return self._retry(lambda: self._fold(content=False))[1]
 
     def transcript(self) -> dict[str, Any]:
         """`{"messages", "through_sequence"}`; through_sequence is the last folded record."""
         projection = self.projection()
         return {"messages": list(projection.transcript), "through_sequence": projection.last_seq}
 
-    def _fold(self) -> tuple[Projection, CorruptJournal | None]:
-        cp, point, _why = load_valid_checkpoint(self.journal_dir, self.checkpoint_path)
-        builder = ProjectionBuilder(cp.projection if cp is not None else None)
+    def _fold(self, content: bool = True) -> tuple[Projection, CorruptJournal | None]:
+        cp, point, _why = load_valid_checkpoint(
+            self.journal_dir, self.checkpoint_path, content=content
+        )
+        builder = ProjectionBuilder(cp.projection if cp is not None else None, content=content)
         scan = JournalScan(self.journal_dir, point.cursor if point is not None else None)
         frame = None
         try:
@@ -160,6 +162,10 @@ class SessionReader:
         for _frame, event in self._events(after):
             yield event
 
+    def follower(self, after: int = 0) -> EventFollower:
+        """An incremental reader of Events after `after`, for a live subscriber."""
+        return EventFollower(self, after)
+
     def _events(self, after: int) -> Iterator[tuple[Any, dict[str, Any]]]:
         cursor, length = self._seek(after + 1)
         for frame in JournalScan(self.journal_dir, cursor):
@@ -190,3 +196,37 @@ class SessionReader:
         if header is None or header.seq != found.seq:
             return None, 0
         return found.cursor, found.transcript_length
+
+
+class EventFollower:
+    """Events after a sequence, read incrementally for a live subscriber.
+
+    Each `read()` resumes at the batch boundary where the previous one stopped, so following a
+    session costs only the new frames, never a new seek through the checkpoint. Stopping early
+    (a `through` bound, or a consumer that abandons the iterator) is safe: the next read starts
+    again from the last batch boundary passed and skips what was already delivered.
+    """
+
+    def __init__(self, reader: SessionReader, after: int) -> None:
+        self._reader = reader
+        self.after = after
+        self._resume: tuple[Cursor | None, int] | None = None
+
+    def read(self, through: int | None = None) -> Iterator[dict[str, Any]]:
+        """Committed Events after the last one delivered, up to `through` when given."""
+        cursor, length = self._resume or self._reader._seek(self.after + 1)
+        for frame in JournalScan(self._reader.journal_dir, cursor):
+            if through is not None and frame.seq > through:
+                return
+            record = frame.record
+            before = length
+            if record["kind"] == "transcript_changed":
+                length = record["length"]
+            if frame.header.end_of_batch:
+                self._resume = (Cursor(frame.segment, frame.end, frame.seq + 1), length)
+            if frame.seq <= self.after:
+                continue
+            event = to_event(record, before)
+            self.after = frame.seq
+            if event is not None:
+                yield event

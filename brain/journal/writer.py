@@ -25,7 +25,13 @@ from brain.journal.checkpoint import (
     wants_seek_point,
     write_checkpoint,
 )
-from brain.journal.errors import InvalidRecord, JournalError, JournalLocked, WriterBroken
+from brain.journal.errors import (
+    CorruptJournal,
+    InvalidRecord,
+    JournalError,
+    JournalLocked,
+    WriterBroken,
+)
 from brain.journal.frames import (
     FRAME_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
@@ -55,7 +61,10 @@ def _now_ms() -> int:
 
 
 class JournalWriter:
-    """Appends batches of records to one journal directory. Create it with `open`."""
+    """Appends batches of records to one journal directory. Create it with `open`.
+
+    Not thread-safe: one thread (the session actor's) appends; readers use `SessionReader`.
+    """
 
     def __init__(self) -> None:  # use JournalWriter.open
         self.journal_dir: Path
@@ -124,6 +133,9 @@ class JournalWriter:
             if name.endswith(".seg" + TEMP_SUFFIX):  # a segment whose creation never finished
                 log.warning("journal %s: removing unfinished segment %s", self.journal_dir, name)
                 os.unlink(self.journal_dir / name)
+        if self._checkpoint_path is not None:
+            for stale in self._checkpoint_path.parent.glob(self._checkpoint_path.name + ".tmp.*"):
+                stale.unlink(missing_ok=True)  # a checkpoint write that never finished
         segments = list_segments(self.journal_dir)
         start = None
         rebuild: ProjectionBuilder | None = None
@@ -152,7 +164,11 @@ class JournalWriter:
             if record["kind"] == "transcript_changed":
                 length = record["length"]
             if rebuild is not None:
-                rebuild.apply(record)
+                try:
+                    rebuild.apply(record)
+                except InvalidRecord as exc:
+                    path = self.journal_dir / segment_name(frame.segment)
+                    raise CorruptJournal(path, frame.offset, frame.seq, str(exc)) from None
             self._last_frame = (frame.segment, frame.offset, frame.header.payload_crc)
             self._last_at = record["at"]
         self._transcript_length = length

@@ -29,6 +29,9 @@ ERROR_CODES = (
 SESSION_STATUSES = ("creating", "idle", "running", "ending", "ended", "failed", "damaged")
 SESSION_ID_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
 MAX_SEQUENCE = 2**63 - 1
+# The largest integer every JSON client reads exactly; far above any sensible retention, and
+# below where the actor runtime's timers overflow (about 8.6e16 ms).
+MAX_IDLE_TTL_MS = 2**53 - 1
 
 ERROR_MEANINGS = {
     400: "invalid_request: a malformed body, parameter or header",
@@ -113,11 +116,13 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
                 "created_at": _nullable(timestamp),
                 "updated_at": _nullable(timestamp),
                 "last_sequence": _nullable({"type": "integer", "minimum": 0}),
-                "config": _nullable({
-                    "type": "object",
-                    "description": "The resolved creation configuration, as session_created "
-                    "recorded it; null only for a damaged session.",
-                }),
+                "config": _nullable(
+                    {
+                        "type": "object",
+                        "description": "The resolved creation configuration, as session_created "
+                        "recorded it; null only for a damaged session.",
+                    }
+                ),
                 "turn": _nullable(_ref("Turn")),
             },
         },
@@ -138,7 +143,9 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
                 "model": names("models"),
                 "tools": {"type": "array", "items": names("tools"), "uniqueItems": True},
                 "environments": {
-                    "type": "array", "items": names("environments"), "uniqueItems": True,
+                    "type": "array",
+                    "items": names("environments"),
+                    "uniqueItems": True,
                 },
                 "transcript": {
                     "type": "array",
@@ -146,7 +153,9 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
                     "description": "Messages to seed the session's opening conversation.",
                 },
                 "idle_ttl_ms": {
-                    "type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE,
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_IDLE_TTL_MS,
                     "description": "Keep the actor this long after work; 0 = forever.",
                 },
                 "metadata": {"type": "object"},
@@ -191,10 +200,12 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
             "required": ["session_id", "sequence"],
             "properties": {
                 "session_id": {"type": "string"},
-                "sequence": _nullable({
-                    **sequence,
-                    "description": "The cancel_requested record; null when nothing ran.",
-                }),
+                "sequence": _nullable(
+                    {
+                        **sequence,
+                        "description": "The cancel_requested record; null when nothing ran.",
+                    }
+                ),
             },
         },
         "Origin": {
@@ -249,25 +260,36 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
 def _parameters() -> dict[str, Any]:
     return {
         "SessionId": {
-            "name": "session_id", "in": "path", "required": True,
+            "name": "session_id",
+            "in": "path",
+            "required": True,
             "schema": {"type": "string", "pattern": SESSION_ID_PATTERN},
         },
         "IdempotencyKey": {
-            "name": "Idempotency-Key", "in": "header", "required": False,
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
             "description": "1-255 visible ASCII characters. The answer is stored with the key "
             "and replayed byte for byte for 24 h; another body under the same key is 409.",
             "schema": {
-                "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$",
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 255,
+                "pattern": "^[!-~]+$",
             },
         },
         "Prefer": {
-            "name": "Prefer", "in": "header", "required": False,
+            "name": "Prefer",
+            "in": "header",
+            "required": False,
             "description": "`respond-async`: answer 202 with a Receipt once the turn is "
             "durably started, instead of waiting for its result.",
             "schema": {"type": "string", "enum": ["respond-async"]},
         },
         "LastEventId": {
-            "name": "Last-Event-ID", "in": "header", "required": False,
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": False,
             "description": "A sequence; overrides `after` (what SSE clients send on reconnect).",
             "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
         },
@@ -282,26 +304,29 @@ def _headers() -> dict[str, Any]:
         },
         "Location": {"description": "The session's URL.", "schema": {"type": "string"}},
         "PreferenceApplied": {
-            "description": "`respond-async`", "schema": {"type": "string"},
+            "description": "`respond-async`",
+            "schema": {"type": "string"},
         },
     }
+
+
+HEADER_NAMES = {"RequestId": "X-Request-Id", "PreferenceApplied": "Preference-Applied"}
 
 
 def _errors(statuses: tuple[int, ...]) -> dict[str, Any]:
     return {str(s): {"$ref": f"#/components/responses/E{s}"} for s in statuses}
 
 
-def _ok(description: str, schema_name: str | None, status: int = 200,
-        headers: tuple[str, ...] = ()) -> dict[str, Any]:
+def _ok(
+    description: str, schema_name: str | None, status: int = 200, headers: tuple[str, ...] = ()
+) -> dict[str, Any]:
     response: dict[str, Any] = {"description": description}
     if schema_name is not None:
         response["content"] = _json(_ref(schema_name))
-    all_headers = ("RequestId", *headers)
     response["headers"] = {
-        {"RequestId": "X-Request-Id", "PreferenceApplied": "Preference-Applied"}.get(h, h):
-            {"$ref": f"#/components/headers/{h}"}
-        for h in all_headers
-    }  # fmt: skip
+        HEADER_NAMES.get(h, h): {"$ref": f"#/components/headers/{h}"}
+        for h in ("RequestId", *headers)
+    }
     return {str(status): response}
 
 
@@ -316,15 +341,19 @@ def _json_body(schema_name: str, required: bool, limit: str) -> dict[str, Any]:
 def _empty_body() -> dict[str, Any]:
     return {
         "required": False,
-        "description": "Optional; if present, a JSON object (64 KiB max) whose fields are "
-        "ignored.",
+        "description": "Optional; if present, a JSON object (64 KiB max) whose fields are ignored.",
         "content": _json({"type": "object"}),
     }
 
 
-def _operation(op_id: str, summary: str, responses: dict[str, Any],
-               parameters: tuple[str, ...] = (), body: dict[str, Any] | None = None,
-               public: bool = False) -> dict[str, Any]:
+def _operation(
+    op_id: str,
+    summary: str,
+    responses: dict[str, Any],
+    parameters: tuple[str, ...] = (),
+    body: dict[str, Any] | None = None,
+    public: bool = False,
+) -> dict[str, Any]:
     op: dict[str, Any] = {"operationId": op_id, "summary": summary, "responses": responses}
     if parameters:
         op["parameters"] = [{"$ref": f"#/components/parameters/{p}"} for p in parameters]
@@ -340,119 +369,214 @@ def _paths() -> dict[str, Any]:
     return {
         "/v1/sessions": {
             "post": _operation(
-                "createSession", "Create a session from configured names",
-                {**_ok("The new session", "Session", 201, ("Location",)),
-                 **_errors((*WRITE_ERRORS, 503))},
-                ("IdempotencyKey",), _json_body("CreateBody", False, "4 MiB"),
+                "createSession",
+                "Create a session from configured names",
+                {
+                    **_ok("The new session", "Session", 201, ("Location",)),
+                    **_errors((*WRITE_ERRORS, 503)),
+                },
+                ("IdempotencyKey",),
+                _json_body("CreateBody", False, "4 MiB"),
             ),
             "get": _operation(
-                "listSessions", "List sessions, newest first",
+                "listSessions",
+                "List sessions, newest first",
                 {**_ok("A page of sessions", "SessionList"), **_errors((400, 401, 403, 500))},
-            ) | {"parameters": [
-                {"name": "limit", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 100}},
-                {"name": "cursor", "in": "query", "required": False,
-                 "description": "`next_cursor` of the previous page.",
-                 "schema": {"type": "string", "pattern": SESSION_ID_PATTERN}},
-                {"name": "status", "in": "query", "required": False,
-                 "schema": {"type": "string", "enum": list(SESSION_STATUSES)}},
-            ]},
+            )
+            | {
+                "parameters": [
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 100},
+                    },
+                    {
+                        "name": "cursor",
+                        "in": "query",
+                        "required": False,
+                        "description": "`next_cursor` of the previous page.",
+                        "schema": {"type": "string", "pattern": SESSION_ID_PATTERN},
+                    },
+                    {
+                        "name": "status",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string", "enum": list(SESSION_STATUSES)},
+                    },
+                ]
+            },
         },
-        "/v1/sessions/{session_id}": sid | {
+        "/v1/sessions/{session_id}": sid
+        | {
             "get": _operation(
-                "getSession", "Read a session (never activates it)",
+                "getSession",
+                "Read a session (never activates it)",
                 {**_ok("The session", "Session"), **_errors(READ_ERRORS)},
             ),
             "delete": _operation(
-                "deleteSession", "Delete an ended, failed or damaged session",
+                "deleteSession",
+                "Delete an ended, failed or damaged session",
                 {"204": {"description": "Deleted"}, **_errors((*WRITE_ERRORS, 502))},
                 ("IdempotencyKey",),
             ),
         },
-        "/v1/sessions/{session_id}/messages": sid | {
+        "/v1/sessions/{session_id}/messages": sid
+        | {
             "post": _operation(
-                "sendMessage", "Run a turn (sync), or submit it (Prefer: respond-async)",
-                {**_ok("The finished turn", "TurnResult"),
-                 **_ok("The turn is durably started", "Receipt", 202,
-                       ("Location", "PreferenceApplied")),
-                 **_errors((*WRITE_ERRORS, 503))},
-                ("IdempotencyKey", "Prefer"), _json_body("MessageBody", True, "1 MiB"),
+                "sendMessage",
+                "Run a turn (sync), or submit it (Prefer: respond-async)",
+                {
+                    **_ok("The finished turn", "TurnResult"),
+                    **_ok(
+                        "The turn is durably started",
+                        "Receipt",
+                        202,
+                        ("Location", "PreferenceApplied"),
+                    ),
+                    **_errors((*WRITE_ERRORS, 503)),
+                },
+                ("IdempotencyKey", "Prefer"),
+                _json_body("MessageBody", True, "1 MiB"),
             ),
         },
-        "/v1/sessions/{session_id}/events": sid | {
+        "/v1/sessions/{session_id}/events": sid
+        | {
             "get": _operation(
-                "listEvents", "Read committed Events as a page, or follow them as SSE",
-                {"200": {
-                    "description": "A Page; or, with `Accept: text/event-stream`, a stream of "
-                    "`id: <sequence>` / `event: <kind>` / `data: <Event JSON>` frames, plus "
-                    "id-less `model_delta` frames and keep-alive comments.",
-                    "headers": {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}},
-                    "content": {
-                        **_json(_ref("Page")),
-                        "text/event-stream": {"schema": {"type": "string"}},
+                "listEvents",
+                "Read committed Events as a page, or follow them as SSE",
+                {
+                    "200": {
+                        "description": "A Page; or, with `Accept: text/event-stream`, a stream of "
+                        "`id: <sequence>` / `event: <kind>` / `data: <Event JSON>` frames, plus "
+                        "id-less `model_delta` frames and keep-alive comments.",
+                        "headers": {"X-Request-Id": {"$ref": "#/components/headers/RequestId"}},
+                        "content": {
+                            **_json(_ref("Page")),
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
                     },
-                 }, **_errors(READ_ERRORS)},
-            ) | {"parameters": [
-                {"name": "after", "in": "query", "required": False,
-                 "description": "Exclusive cursor: Events with a greater sequence.",
-                 "schema": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE,
-                            "default": 0}},
-                {"name": "limit", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}},
-                {"$ref": "#/components/parameters/LastEventId"},
-            ]},
+                    **_errors(READ_ERRORS),
+                },
+            )
+            | {
+                "parameters": [
+                    {
+                        "name": "after",
+                        "in": "query",
+                        "required": False,
+                        "description": "Exclusive cursor: Events with a greater sequence.",
+                        "schema": {
+                            "type": "integer",
+                            "minimum": 0,
+                            "maximum": MAX_SEQUENCE,
+                            "default": 0,
+                        },
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "required": False,
+                        "schema": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": 1000,
+                            "default": 1000,
+                        },
+                    },
+                    {"$ref": "#/components/parameters/LastEventId"},
+                ]
+            },
         },
-        "/v1/sessions/{session_id}/transcript": sid | {
+        "/v1/sessions/{session_id}/transcript": sid
+        | {
             "get": _operation(
-                "getTranscript", "Read the canonical transcript (never activates)",
+                "getTranscript",
+                "Read the canonical transcript (never activates)",
                 {**_ok("The transcript", "Transcript"), **_errors(READ_ERRORS)},
             ),
         },
-        "/v1/sessions/{session_id}/cancel": sid | {
+        "/v1/sessions/{session_id}/cancel": sid
+        | {
             "post": _operation(
-                "cancelTurn", "Request cancellation of the running turn",
-                {**_ok("Nothing was running (sequence null)", "CancelAnswer"),
-                 **_ok("Cancellation recorded", "CancelAnswer", 202),
-                 **_errors(WRITE_ERRORS)},
-                ("IdempotencyKey",), _empty_body(),
+                "cancelTurn",
+                "Request cancellation of the running turn",
+                {
+                    **_ok("Nothing was running (sequence null)", "CancelAnswer"),
+                    **_ok("Cancellation recorded", "CancelAnswer", 202),
+                    **_errors(WRITE_ERRORS),
+                },
+                ("IdempotencyKey",),
+                _empty_body(),
             ),
         },
-        "/v1/sessions/{session_id}/end": sid | {
+        "/v1/sessions/{session_id}/end": sid
+        | {
             "post": _operation(
-                "endSession", "End the session (waits for active work)",
+                "endSession",
+                "End the session (waits for active work)",
                 {**_ok("The ended session", "Session"), **_errors(WRITE_ERRORS)},
-                ("IdempotencyKey",), _empty_body(),
+                ("IdempotencyKey",),
+                _empty_body(),
             ),
         },
-        "/v1/sessions/{session_id}/tokens": sid | {
+        "/v1/sessions/{session_id}/tokens": sid
+        | {
             "post": _operation(
-                "issueToken", "Issue a bearer token good for this session alone",
-                {**_ok("The new token (shown once)", "Token", 201),
-                 **_errors((400, 401, 403, 404, 413, 415, 500))},
+                "issueToken",
+                "Issue a bearer token good for this session alone",
+                {
+                    **_ok("The new token (shown once)", "Token", 201),
+                    **_errors((400, 401, 403, 404, 413, 415, 500)),
+                },
                 body=_empty_body(),
             ),
         },
-        "/healthz": {"get": _operation(
-            "health", "Liveness", _ok("Alive", "Probe"), public=True,
-        )},
-        "/readyz": {"get": _operation(
-            "ready", "Readiness: the actor system answers",
-            {**_ok("Ready", "Probe"),
-             "503": {"description": "Not ready", "content": _json(_ref("Probe"))}},
-            public=True,
-        )},
-        "/metrics": {"get": _operation(
-            "metrics", "Metrics in the Prometheus text format",
-            {"200": {"description": "Metrics",
-                     "content": {"text/plain": {"schema": {"type": "string"}}}},
-             **_errors((401, 500))},
-        )},
-        "/openapi.json": {"get": _operation(
-            "openapi", "This document",
-            {"200": {"description": "OpenAPI document",
-                     "content": _json({"type": "object"})},
-             **_errors((401, 500))},
-        )},
+        "/healthz": {
+            "get": _operation(
+                "health",
+                "Liveness",
+                _ok("Alive", "Probe"),
+                public=True,
+            )
+        },
+        "/readyz": {
+            "get": _operation(
+                "ready",
+                "Readiness: the actor system answers",
+                {
+                    **_ok("Ready", "Probe"),
+                    "503": {"description": "Not ready", "content": _json(_ref("Probe"))},
+                },
+                public=True,
+            )
+        },
+        "/metrics": {
+            "get": _operation(
+                "metrics",
+                "Metrics in the Prometheus text format",
+                {
+                    "200": {
+                        "description": "Metrics",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors((401, 403, 500)),
+                },
+            )
+        },
+        "/openapi.json": {
+            "get": _operation(
+                "openapi",
+                "This document",
+                {
+                    "200": {
+                        "description": "OpenAPI document",
+                        "content": _json({"type": "object"}),
+                    },
+                    **_errors((401, 403, 500)),
+                },
+            )
+        },
     }
 
 
@@ -478,7 +602,8 @@ def openapi_document(config: BrainConfig | None = None) -> dict[str, Any]:
         "components": {
             "securitySchemes": {
                 "bearer": {
-                    "type": "http", "scheme": "bearer",
+                    "type": "http",
+                    "scheme": "bearer",
                     "description": "The operator token, or a session token from POST tokens.",
                 },
             },

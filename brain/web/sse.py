@@ -34,41 +34,53 @@ def delta_frame(delta: dict[str, Any]) -> bytes:
 def follow(reader: Any, session_dir: Path, hub: LiveHub, session_id: str, after: int,
            keepalive_secs: float = KEEPALIVE_SECS) -> Iterator[bytes]:
     subscription = hub.subscribe(session_id)  # before catching up, so no hint is missed
-    state = _FollowState(after)
+    state = _FollowState(reader.follower(after))
     try:
         yield b": stream open\n\n"
-        yield from state.read(reader, through=None)
+        yield from state.read(through=None)
         while not state.ended and (session_dir / "journal").is_dir():
             woken = subscription.wait(keepalive_secs)
-            for kind, value in subscription.take():
+            items = subscription.take()
+            lagging = len(items) > LAGGING_ITEMS
+            for index, (kind, value) in enumerate(items):
                 if kind == "delta":
-                    if value.get("started") not in state.finished_calls:
+                    # A subscriber this far behind gets committed results, not stale previews.
+                    if not lagging and value.get("started") not in state.finished_calls:
                         yield delta_frame(value)
-                elif value > state.cursor:
-                    yield from state.read(reader, through=value)
+                elif value > state.cursor and not _commit_follows(items, index):
+                    yield from state.read(through=value)
             if not woken:
                 # Silence: re-read everything (a lost hint costs at most this delay).
-                yield from state.read(reader, through=None)
+                yield from state.read(through=None)
                 yield b": keep-alive\n\n"
     finally:
         hub.unsubscribe(subscription)
 
 
-class _FollowState:
-    """A subscriber's cursor and what it has seen, advanced only by committed Events."""
+LAGGING_ITEMS = 256
 
-    def __init__(self, after: int) -> None:
-        self.cursor = after
+
+def _commit_follows(items: list[tuple[str, Any]], index: int) -> bool:
+    """True when the next item is also a commit hint: read once, through the later one."""
+    return index + 1 < len(items) and items[index + 1][0] == "commit"
+
+
+class _FollowState:
+    """A subscriber's position, advanced only by committed Events it has delivered."""
+
+    def __init__(self, follower: Any) -> None:
+        self.follower = follower
         self.finished_calls: set[int] = set()
         self.ended = False
 
-    def read(self, reader: Any, through: int | None) -> Iterator[bytes]:
+    @property
+    def cursor(self) -> int:
+        return self.follower.after
+
+    def read(self, through: int | None) -> Iterator[bytes]:
         """Committed Events after the cursor, up to `through` when a hint bounds them."""
-        for event in reader.events_after(self.cursor):
-            if through is not None and event["sequence"] > through:
-                return
+        for event in self.follower.read(through):
             yield event_frame(event)
-            self.cursor = event["sequence"]
             if event["kind"] in _EFFECT_TERMINALS:
                 self.finished_calls.add(event["data"].get("started"))
             if event["kind"] in TERMINAL_KINDS:

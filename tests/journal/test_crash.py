@@ -141,4 +141,4 @@ def test_sigkill_mid_append_loses_nothing_acknowledged(tmp_path: Path) -> None:
 
 @pytest.mark.torture
 def test_sigkill_torture(tmp_path: Path) -> None:
-    crash_loop(tmp_path, iterations=2000, seed=int(time.time()))
+    crash_loop(tmp_path, iterations=1000, seed=int(time.time()))

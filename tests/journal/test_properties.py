@@ -210,6 +210,7 @@ def test_reopen_folds_to_the_in_memory_fold(
 
         reader = SessionReader(session_dir)
         assert reader.projection() == expected
+        assert reader.status() == expected.status_view()
         assert reader.transcript() == {
             "messages": expected.transcript,
             "through_sequence": len(committed),

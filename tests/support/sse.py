@@ -30,11 +30,12 @@ class SseClient:
         self.buffer = b""
         self.status, self.headers = self._read_head()
         self.chunked = self.headers.get("transfer-encoding", "").lower() == "chunked"
-        self.body = b""
+        self.body = bytearray()
+        self._scanned = 0  # body bytes already searched for a frame end
         self.closed = False
 
     def _recv(self) -> bytes:
-        data = self.sock.recv(65536)
+        data = self.sock.recv(1 << 20)
         if not data:
             self.closed = True
         return data
@@ -77,18 +78,29 @@ class SseClient:
             if not data:
                 return False
             self.buffer += data
+            if b"\r\n" not in self.buffer:
+                continue
+
+    def _frame_end(self) -> int:
+        end = self.body.find(b"\n\n", max(0, self._scanned - 1))
+        self._scanned = len(self.body) if end < 0 else 0
+        return end
 
     def next_frame(self, timeout: float = 30.0) -> SseFrame | None:
         """The next frame (comments included), or None when the stream has ended."""
         deadline = time.monotonic() + timeout
-        while b"\n\n" not in self.body:
+        end = self._frame_end()
+        while end < 0:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError("no SSE frame in time")
             self.sock.settimeout(remaining)
-            if not self._fill_body() and b"\n\n" not in self.body:
+            alive = self._fill_body()
+            end = self._frame_end()
+            if not alive and end < 0:
                 return None
-        raw, self.body = self.body.split(b"\n\n", 1)
+        raw = bytes(self.body[:end])
+        del self.body[:end + 2]
         frame = SseFrame(None, None, None)
         lines = raw.decode().split("\n")
         if all(line.startswith(":") for line in lines):

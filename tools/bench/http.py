@@ -1,14 +1,17 @@
 """HTTP-side latencies of a real `brain serve`: async-submit admission and SSE fan-out.
 
-Usage: python -m tools.bench.http [--submits 300] [--sessions 30] [--followers 100]
+Usage: python -m tools.bench.http [--submits 300] [--released-submits 100] [--sessions 30]
+                                  [--followers 100]
                                   [--sse-turns 40] [--gap-ms 150] [--part admission|sse|both]
 
 (a) Admission: time from sending `POST /v1/sessions/{id}/messages` with `Prefer: respond-async`
 to its 202, over keep-alive connections, spread round-robin over `--sessions` resident sessions
-(`idle_ttl_ms: 0`) and `--sessions` default (released after each turn) ones; before a session
+(`idle_ttl_ms: 0`; `--submits` of them) and `--sessions` default ones (released after each
+turn; `--released-submits`); before a session
 gets its next submit the benchmark waits (polling GET /v1/sessions/{id}) until it is idle again.
 Baselines measured in the same run: one write+fdatasync of a 200-byte record in the same data
-dir, and a plain `GET /readyz` over the same kind of connection.
+dir; a plain `GET /healthz`; and `GET /readyz` (one actor-system ping from the web worker), over
+the same kind of connection.
 
 (b) SSE: `--followers` raw-socket SSE clients (one selector loop in a separate process, so the
 client does not share the driver's GIL) follow one session; the driver sends `--sse-turns` sync
@@ -54,22 +57,26 @@ def wait_idle(http: requests.Session, server: BrainServer, sid: str, deadline: f
     raise TimeoutError("turn did not finish in time")
 
 
-def admission(server: BrainServer, submits: int, sessions: int) -> None:
+def admission(server: BrainServer, submits: int, released_submits: int, sessions: int) -> None:
     http = requests.Session()
     http.headers["Authorization"] = f"Bearer {server.token}"
     fsync = one_fdatasync_latencies(server.data_dir)
-    plain = []
+    plain, ready = [], []
     for _ in range(300):
         start = time.perf_counter()
-        assert http.get(f"{server.url}/readyz", timeout=30).status_code == 200
+        assert http.get(f"{server.url}/healthz", timeout=30).status_code == 200
         plain.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        assert http.get(f"{server.url}/readyz", timeout=30).status_code == 200
+        ready.append(time.perf_counter() - start)
     deadline = time.monotonic() + DEADLINE_SECS
-    for label, body in (("resident", {"idle_ttl_ms": 0}), ("default (released)", {})):
+    for label, body, count in (("resident", {"idle_ttl_ms": 0}, submits),
+                               ("default (released)", {}, released_submits)):
         ids = [server.create_session(**body)["id"] for _ in range(sessions)]
         for sid in ids:
             server.send(sid, "warm-up")
         samples = []
-        for i in range(submits):
+        for i in range(count):
             if time.monotonic() > deadline:
                 break
             sid = ids[i % len(ids)]
@@ -84,11 +91,14 @@ def admission(server: BrainServer, submits: int, sessions: int) -> None:
             wait_idle(http, server, sid, deadline)
         print(f"async submit -> 202, {label} sessions: {pct(samples)} over {len(samples)} "
               f"submits on {sessions} sessions")
-        print(f"  ratio to one fdatasync: p50 {percentile(samples, .5) / percentile(fsync, .5):.1f}x"
-              f", p99 {percentile(samples, .99) / percentile(fsync, .99):.1f}x; to GET /readyz: "
-              f"p50 {percentile(samples, .5) / percentile(plain, .5):.1f}x")
+        p50, p99 = percentile(samples, .5), percentile(samples, .99)
+        print(f"  ratio to one fdatasync: p50 {p50 / percentile(fsync, .5):.1f}x"
+              f", p99 {p99 / percentile(fsync, .99):.1f}x; p50 to GET /healthz: "
+              f"{percentile(samples, .5) / percentile(plain, .5):.1f}x, to GET /readyz: "
+              f"{percentile(samples, .5) / percentile(ready, .5):.1f}x")
     print(f"baseline one write+fdatasync (same data dir): {pct(fsync)} over {len(fsync)}")
-    print(f"baseline GET /readyz (keep-alive):            {pct(plain)} over {len(plain)}")
+    print(f"baseline GET /healthz (keep-alive, no actor): {pct(plain)} over {len(plain)}")
+    print(f"baseline GET /readyz (one actor-system ping): {pct(ready)} over {len(ready)}")
 
 
 # --- (b) SSE fan-out -----------------------------------------------------------------------
@@ -187,7 +197,9 @@ def sse(server: BrainServer, followers: int, turns: int, gap_ms: int) -> list[fl
     out = parent.recv()
     proc.join(10)
     ended = sorted({seq for _, _, _, seq in out})
-    response_by_seq = dict(zip(ended, responses))  # the k-th turn_ended is the k-th turn's
+    # the k-th distinct turn_ended is the k-th turn's while some follower saw every turn
+    # (the delivery count is printed)
+    response_by_seq = dict(zip(ended, responses[:len(ended)], strict=True))
     from_at = [recv - at for _, recv, at, _ in out]
     from_resp = [recv - response_by_seq[seq] for _, recv, _, seq in out if seq in response_by_seq]
     last = {}
@@ -201,16 +213,17 @@ def sse(server: BrainServer, followers: int, turns: int, gap_ms: int) -> list[fl
     return from_at
 
 
-def run(part: str, submits: int, sessions: int, followers: int, sse_turns: int,
+def run(part: str, submits: int, released_submits: int, sessions: int, followers: int,
+        sse_turns: int,
         gap_ms: int) -> None:
     print(f"before: {loadavg()}")
-    with tempfile.TemporaryDirectory(dir=".") as tmp:
+    with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
         server = BrainServer(data).start()
         try:
             if part in ("admission", "both"):
-                admission(server, submits, sessions)
+                admission(server, submits, released_submits, sessions)
                 print(f"after admission: {loadavg()}")
             if part in ("sse", "both"):
                 base = sse(server, 1, sse_turns, gap_ms)
@@ -227,12 +240,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--part", choices=("admission", "sse", "both"), default="both")
     parser.add_argument("--submits", type=int, default=300)
+    parser.add_argument("--released-submits", type=int, default=100)
     parser.add_argument("--sessions", type=int, default=30)
     parser.add_argument("--followers", type=int, default=100)
     parser.add_argument("--sse-turns", type=int, default=40)
     parser.add_argument("--gap-ms", type=int, default=150)
     args = parser.parse_args()
-    run(args.part, args.submits, args.sessions, args.followers, args.sse_turns, args.gap_ms)
+    run(args.part, args.submits, args.released_submits, args.sessions, args.followers,
+        args.sse_turns, args.gap_ms)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def snapshot(server: BrainServer) -> dict[int, tuple[int, int]]:
 
 def run(turns: int, resident: int, gap_ms: int) -> None:
     print(f"before: {loadavg()}")
-    with tempfile.TemporaryDirectory(dir=".") as tmp:
+    with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
         server = BrainServer(data).start()

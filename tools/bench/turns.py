@@ -1,11 +1,14 @@
 """Sync turn latency and throughput against a real `brain serve`, vs the disk's fsync rate.
 
 Usage: python -m tools.bench.turns [--arm text|tools] [--turns 200] [--sessions 16]
-                                   [--per-session 20]
+                                   [--per-session 20] [--resident]
 
 `--arm text` (default): p50/p99 latency over sequential text turns in one session, then turns/s
 over concurrent sessions. `--arm tools`: every turn is 2 model rounds of 4 parallel `echo` tool
-calls, then a text answer (a scripted model); reports turns/s and tool calls/s.
+calls, then a text answer (a scripted model); reports turns/s and tool calls/s. Sessions use
+the default idle policy (released after every turn, so each turn reopens the session) unless
+`--resident` creates them with `idle_ttl_ms: 0`. A sync send with no reply in 30 s is reported
+as a hung turn and its session is driven no further.
 
 Both arms print the fsyncs (journal commits = batches) per turn, counted from the session
 journals with JournalScan, and the ratio of the turn rate to the raw fdatasync ceiling of the
@@ -37,6 +40,24 @@ script = [
 """
 TOOL_CALLS_PER_TURN = 8
 DEADLINE_SECS = 600.0
+SEND_TIMEOUT_SECS = 30.0
+
+
+def send(server: BrainServer, sid: str, text: str) -> dict | None:
+    """One sync turn; None when no reply came within SEND_TIMEOUT_SECS (a hung turn)."""
+    import requests
+
+    try:
+        resp = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": text},
+                              timeout=SEND_TIMEOUT_SECS)
+    except requests.Timeout:
+        return None
+    if resp.status_code != 200:
+        raise RuntimeError(f"send: {resp.status_code} {resp.text[:300]}")
+    result = resp.json()
+    if result.get("status") != "ended":
+        raise RuntimeError(f"turn did not end: {result}")
+    return result
 
 
 def batches(server: BrainServer, sids: list[str]) -> list[int]:
@@ -57,9 +78,10 @@ def count_tool_calls(server: BrainServer, sids: list[str]) -> int:
     return total
 
 
-def run(arm: str, turns: int, sessions: int, per_session: int) -> None:
-    print(f"arm {arm}; before: {loadavg()}")
-    with tempfile.TemporaryDirectory(dir=".") as tmp:
+def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -> None:
+    policy = "resident (idle_ttl_ms 0)" if resident else "default (released after each turn)"
+    print(f"arm {arm}, {policy} sessions; before: {loadavg()}")
+    with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
         env = {}
@@ -69,6 +91,8 @@ def run(arm: str, turns: int, sessions: int, per_session: int) -> None:
             config.write_text(TOOL_CONFIG)
             env["BRAIN_CONFIG"] = str(config)
             create = {"model": "tooluser", "tools": ["echo"]}
+        if resident:
+            create["idle_ttl_ms"] = 0
         fsync_rate = raw_fdatasync_rate(data)
         server = BrainServer(data, env=env).start()
         errors: list[BaseException] = []
@@ -76,26 +100,30 @@ def run(arm: str, turns: int, sessions: int, per_session: int) -> None:
             sid = server.create_session(**create)["id"]
             server.send(sid, "warm-up")
             latencies = []
+            hung: list[str] = []
             deadline = time.monotonic() + DEADLINE_SECS
             for i in range(turns):
                 if time.monotonic() > deadline:
                     break
                 start = time.perf_counter()
-                result = server.send(sid, f"turn {i}")
+                if send(server, sid, f"turn {i}") is None:
+                    hung.append(f"sequential session, turn {i}")
+                    break
                 latencies.append(time.perf_counter() - start)
-                if result.get("status") != "ended":
-                    raise SystemExit(f"turn did not end: {result}")
             seq_batches = batches(server, [sid])[1:]  # without the warm-up turn
             ids = [server.create_session(**create)["id"] for _ in range(sessions)]
+
+            finished: list[float] = []
 
             def drive(session_id: str) -> None:
                 try:
                     for i in range(per_session):
                         if time.monotonic() > deadline:
                             raise TimeoutError("benchmark deadline")
-                        result = server.send(session_id, f"parallel {i}")
-                        if result.get("status") != "ended":
-                            raise RuntimeError(f"turn did not end: {result}")
+                        if send(server, session_id, f"parallel {i}") is None:
+                            hung.append(f"concurrent session {session_id}, turn {i}")
+                            return
+                        finished.append(time.perf_counter())
                 except BaseException as exc:  # reported below
                     errors.append(exc)
 
@@ -105,14 +133,17 @@ def run(arm: str, turns: int, sessions: int, per_session: int) -> None:
                 t.start()
             for t in threads:
                 t.join(timeout=DEADLINE_SECS)
-            elapsed = time.perf_counter() - start
+            elapsed = (max(finished) if finished else time.perf_counter()) - start
             conc_batches = batches(server, ids)
             tool_calls = count_tool_calls(server, ids) if arm == "tools" else 0
         finally:
             server.kill()
     if errors:
         raise SystemExit(f"benchmark failed: {errors[0]!r}")
-    total = sessions * per_session
+    total = len(finished)
+    if hung:
+        print(f"HUNG TURNS (no reply in {SEND_TIMEOUT_SECS:.0f} s; their sessions stopped): "
+              f"{len(hung)}: {hung}")
     turn_rate = total / elapsed
     per_turn = statistics.fmean(conc_batches)
     ceiling = fsync_rate / per_turn
@@ -120,10 +151,11 @@ def run(arm: str, turns: int, sessions: int, per_session: int) -> None:
     print(f"sequential sync {arm} turns: {summary_ms(latencies)} over {len(latencies)} turns")
     print(f"sequential turns/s:          {len(latencies) / sum(latencies):,.1f}")
     print(f"concurrent: {sessions} sessions x {per_session} turns: {turn_rate:,.1f} turns/s "
-          f"in {elapsed:.2f} s")
+          f"({total} turns completed in {elapsed:.2f} s)")
     if arm == "tools":
         print(f"tool calls/s (concurrent):   {tool_calls / elapsed:,.1f} "
-              f"({tool_calls} ok tool_call_ended, expected {total * TOOL_CALLS_PER_TURN})")
+              f"({tool_calls} ok tool_call_ended; "
+              f"{total * TOOL_CALLS_PER_TURN} in completed turns)")
     print(f"fsyncs (batches) per turn:   sequential {statistics.fmean(seq_batches):.2f} "
           f"(min {min(seq_batches)}, max {max(seq_batches)}, {len(seq_batches)} turns); "
           f"concurrent {per_turn:.2f} (min {min(conc_batches)}, max {max(conc_batches)}, "
@@ -140,8 +172,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--per-session", type=int, default=20)
+    parser.add_argument("--resident", action="store_true",
+                        help="create sessions with idle_ttl_ms 0 (the actor stays between turns)")
     args = parser.parse_args()
-    run(args.arm, args.turns, args.sessions, args.per_session)
+    run(args.arm, args.turns, args.sessions, args.per_session, args.resident)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,115 @@
+"""SSE under load and misbehaviour (issue 8): fan-out, resume, and per-session isolation."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+from tests.support.server import BrainServer
+from tests.support.sse import SseClient
+
+SLOW = """
+[models.slow]
+provider = "scripted"
+script = [ { text = "one two three four", stream_chunks = 4, chunk_delay_ms = 400 } ]
+"""
+
+
+def committed(frames: list) -> list[dict]:
+    return [json.loads(f.data) for f in frames if f.id is not None]
+
+
+def follow_until_end(client: SseClient, sink: list, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        frame = client.next_frame(timeout=max(0.1, deadline - time.monotonic()))
+        if frame is None:
+            return
+        if not frame.comment:
+            sink.append(frame)
+
+
+def test_hundred_followers_each_get_every_event_once_in_order(brain_server: BrainServer) -> None:
+    s = brain_server
+    sid = s.create_session()["id"]
+    clients = [SseClient("127.0.0.1", s.port, f"/v1/sessions/{sid}/events", s.token,
+                         timeout=60) for _ in range(100)]
+    received: list[list] = [[] for _ in clients]
+    threads = [threading.Thread(target=follow_until_end, args=(c, r))
+               for c, r in zip(clients, received, strict=True)]
+    try:
+        assert all(c.status == 200 for c in clients)
+        for t in threads:
+            t.start()
+        for i in range(3):
+            assert s.send(sid, f"turn {i}")["status"] == "ended"
+        assert s.request("POST", f"/v1/sessions/{sid}/end").status_code == 200
+        for t in threads:
+            t.join(timeout=90)
+    finally:
+        for c in clients:
+            c.close()
+    expected = s.events(sid)
+    assert expected[-1]["kind"] == "session_ended"
+    for frames in received:
+        assert committed(frames) == expected
+
+
+def test_reconnect_with_last_event_id_mid_turn(tmp_path: Path) -> None:
+    config = tmp_path / "brain.toml"
+    config.write_text(SLOW)
+    s = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
+    try:
+        sid = s.create_session(model="slow")["id"]
+        first = SseClient("127.0.0.1", s.port, f"/v1/sessions/{sid}/events", s.token)
+        sender = threading.Thread(target=s.send, args=(sid, "stream slowly"))
+        sender.start()
+        before: list = []
+        while not any(f.event == "model_delta" for f in before):
+            before += first.events(1)
+        first.close()  # dropped in the middle of the model call
+        last_id = [f.id for f in before if f.id is not None][-1]
+        second = SseClient("127.0.0.1", s.port, f"/v1/sessions/{sid}/events", s.token,
+                           params={"after": 0}, last_event_id=last_id)
+        after: list = []
+        while not any(f.event == "turn_ended" for f in after):
+            after += second.events(1)
+        second.close()
+        sender.join(timeout=30)
+        assert committed(before) + committed(after) == s.events(sid)
+    finally:
+        s.kill()
+
+
+def test_stalled_subscriber_does_not_delay_another_session(brain_server: BrainServer) -> None:
+    s = brain_server
+    a, b = s.create_session()["id"], s.create_session()["id"]
+    stalled = SseClient("127.0.0.1", s.port, f"/v1/sessions/{a}/events", s.token)
+    stalled.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    follower = SseClient("127.0.0.1", s.port, f"/v1/sessions/{b}/events", s.token)
+    try:
+        big = "x" * 500_000
+        for _ in range(5):  # megabytes of Events on A that nobody reads
+            result = s.send(a, big)
+            assert result["status"] == "ended", result.get("error")
+        follower.events(len(s.events(b)))  # B's history so far
+        started = time.monotonic()
+        assert s.send(b, "quick")["status"] == "ended"
+        frames: list = []
+        while not any(f.event == "turn_ended" for f in frames):
+            frames += follower.events(1, timeout=10)
+        assert time.monotonic() - started < 5.0
+        # The stalled subscriber is caught up from the journal, not dropped.
+        stalled.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        history = s.events(a, after=0)
+        got = []
+        while len(got) < len(history):
+            got += [json.loads(f.data) for f in stalled.events(1, timeout=60)
+                    if f.id is not None]
+        assert got == history
+    finally:
+        stalled.close()
+        follower.close()

@@ -33,6 +33,7 @@ CREATE_FIELDS = {
 }
 DEFAULT_AGENTLOOP = "default"
 DEFAULT_MODEL = "scripted"
+MAX_IDLE_TTL_MS = 2**53 - 1  # Thespian's timers overflow near 8.6e16 ms; any JSON client reads this
 
 
 class ConfigError(ValueError):
@@ -102,8 +103,8 @@ class BrainConfig:
         _require_names("tools", tools, self.tools)
         _require_names("environments", environments, self.environments)
         idle_ttl_ms = body.get("idle_ttl_ms")
-        if idle_ttl_ms is not None and idle_ttl_ms < 0:
-            raise InvalidRequest("idle_ttl_ms: must be >= 0")
+        if idle_ttl_ms is not None and not 0 <= idle_ttl_ms <= MAX_IDLE_TTL_MS:
+            raise InvalidRequest(f"idle_ttl_ms: must be between 0 and {MAX_IDLE_TTL_MS}")
         loop = load_module_info(agentloop_path(self.agentloops[agentloop]["path"]))
         return {
             "agentloop": {"name": agentloop, "path": loop["path"], "sha256": loop["sha256"]},

@@ -12,6 +12,7 @@ from brain.web.gateway import ActorGateway
 from brain.web.idempotent import IdempotencyGate
 from brain.web.live_hub import LiveHub
 from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
+from brain.web.openapi import OpenApiResource
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
 from brain.web.resources.lifecycle import CancelResource, EndResource, TokensResource
@@ -44,6 +45,7 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
+    app.add_route("/openapi.json", OpenApiResource(config))
     return app
 
 

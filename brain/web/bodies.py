@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import falcon
@@ -12,6 +13,7 @@ from brain import errors
 CREATE_BODY_LIMIT = 4 << 20
 MESSAGE_BODY_LIMIT = 1 << 20
 SMALL_BODY_LIMIT = 64 << 10
+MAX_JSON_DEPTH = 64  # deeper documents overflow the parser, pickling or the journal encoder
 
 
 def raw_body(req: falcon.Request, limit: int) -> bytes:
@@ -41,9 +43,42 @@ def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False)
     if content_type and content_type != falcon.MEDIA_JSON:
         raise errors.UnsupportedMediaType("the body must be application/json")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise errors.InvalidRequest(f"malformed JSON: {exc}") from None
+    except (ValueError, RecursionError):  # 4300+ digit integers, absurd nesting
+        raise errors.InvalidRequest("malformed JSON: a number or nesting beyond limits") from None
     if not isinstance(body, dict):
         raise errors.InvalidRequest("the body must be a JSON object")
+    _check_storable(body)
     return body
+
+
+def _not_json(name: str) -> Any:
+    raise errors.InvalidRequest(f"malformed JSON: {name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise errors.InvalidRequest("malformed JSON: a number beyond the float range")
+    return value
+
+
+def _check_storable(body: Any) -> None:
+    """Refuse what the journal cannot store: deep nesting and lone UTF-16 surrogates."""
+    stack = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise errors.InvalidRequest(f"the body nests deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(value, dict):
+            stack.extend((k, depth) for k in value)
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise errors.InvalidRequest("malformed JSON: a lone surrogate escape") from None

@@ -129,12 +129,11 @@ def fingerprint(method: str, path: str, body: bytes) -> str:
     """
     try:
         document = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        canonical = b"raw:" + body
-    else:
         canonical = b"json:" + json.dumps(
             document, sort_keys=True, separators=(",", ":"), ensure_ascii=False
         ).encode("utf-8", "surrogatepass")
+    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested absurdly
+        canonical = b"raw:" + body
     digest = hashlib.sha256()
     for part in (method.upper().encode(), path.encode(), canonical):
         digest.update(len(part).to_bytes(8, "big"))

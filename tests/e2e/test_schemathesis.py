@@ -147,15 +147,13 @@ def test_fuzzing_reached_real_sessions(live: BrainServer) -> None:
 
 
 # Inputs that reached a 5xx when this test was written (found by probing beyond what the seeded
-# run generates). Each must be refused with 400 and valid JSON. PENDING_FIX marks them expected
-# failures until the server fixes land; then set it to [] (strict: a fixed bug fails loudly).
-PENDING_FIX = [pytest.mark.xfail(strict=True, reason="server bug; see docs/http-api.md")]
+# run generates). Each must be refused with 400 and valid JSON.
 JSON = {"Content-Type": "application/json"}
 DEEP = b"[" * 100_000 + b"]" * 100_000
 
 
 def hostile(name: str, method: str, path: str, **kwargs: Any) -> Any:
-    return pytest.param(method, path, kwargs, id=name, marks=PENDING_FIX)
+    return pytest.param(method, path, kwargs, id=name)
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs"), [

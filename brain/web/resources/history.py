@@ -27,6 +27,13 @@ def int_param(req: falcon.Request, name: str, default: int, low: int, high: int)
     return value
 
 
+def sequence_header(raw: str) -> int:
+    """Last-Event-ID as a sequence: ASCII digits only (str.isdigit also admits '²')."""
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or int(raw) > 2**63 - 1:
+        raise errors.InvalidRequest("Last-Event-ID: expected a sequence number")
+    return int(raw)
+
+
 def wants_event_stream(req: falcon.Request) -> bool:
     accept = req.get_header("Accept") or ""
     return any(part.split(";")[0].strip().lower() == "text/event-stream"
@@ -43,9 +50,7 @@ class EventsResource:
         after = int_param(req, "after", 0, 0, 2**63 - 1)
         last_event_id = req.get_header("Last-Event-ID")
         if last_event_id is not None:
-            if not last_event_id.strip().isdigit():
-                raise errors.InvalidRequest("Last-Event-ID: expected a sequence number")
-            after = int(last_event_id.strip())
+            after = sequence_header(last_event_id.strip())
         limit = int_param(req, "limit", MAX_PAGE_EVENTS, 1, MAX_PAGE_EVENTS)
         if wants_event_stream(req):
             resp.content_type = "text/event-stream"

@@ -15,7 +15,15 @@ import sys
 import threading
 
 from brain.actors.confine import confine_thespian
-from brain.actors.messages import REGISTRY_GLOBAL_NAME, Recover, ToSession
+from brain.actors.messages import (
+    METRICS_GLOBAL_NAME,
+    MODEL_EXECUTOR_GLOBAL_NAME,
+    REGISTRY_GLOBAL_NAME,
+    TOOL_EXECUTOR_GLOBAL_NAME,
+    Recover,
+    Services,
+    ToSession,
+)
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
 
@@ -40,6 +48,25 @@ def keep_admin_in_this_process_group() -> None:
     os.setsid = lambda: None
 
 
+def create_singletons(asys: object) -> dict[str, object]:
+    """Create every shared actor here, owned by the actor system itself.
+
+    Thespian makes an actor the child of whoever creates it first, and an exiting actor takes
+    its children with it. Were a session actor (released after each turn) the first to ask for
+    an executor, its release would kill the executor under every other session's feet.
+    """
+    from brain.actors.metrics_actor import MetricsActor
+    from brain.actors.model_executor import ModelExecutor
+    from brain.actors.tool_executor import ToolExecutor
+
+    return {
+        name: asys.createActor(actor, globalName=name)  # type: ignore[attr-defined]
+        for actor, name in ((ModelExecutor, MODEL_EXECUTOR_GLOBAL_NAME),
+                            (ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME),
+                            (MetricsActor, METRICS_GLOBAL_NAME))
+    }
+
+
 def actor_capabilities(settings: Settings) -> dict[str, object]:
     return {"Admin Port": settings.actor_port}
 
@@ -60,6 +87,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+        asys.tell(registry, Services(create_singletons(asys)))
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
         print("ready", flush=True)

@@ -64,6 +64,18 @@ class ToSession:
 
 
 @dataclass(frozen=True)
+class Services:
+    """Boot → registry: resolved addresses of the shared actors, by global name.
+
+    Session actors get these with every delivery instead of calling createActor(globalName)
+    themselves: inside an actor that returns a pending address, and a short-lived session can
+    exit with messages still queued on it.
+    """
+
+    addresses: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Delivered:
     """Registry → session actor: a routed command and where the answer goes."""
 
@@ -71,6 +83,7 @@ class Delivered:
     session_id: str
     command: Command
     reply_to: Any  # ActorAddress of the asking web endpoint, or None for fire-and-forget
+    services: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited
 
-from brain.actors.messages import Delivered, ReleaseMe, ToSession
+from brain.actors.messages import Delivered, ReleaseMe, Services, ToSession
 from brain.actors.trace import trace_message
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,10 @@ class Registry(ActorTypeDispatcher):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._slots: dict[str, SessionSlot] = {}
+        self._services: dict[str, Any] = {}
+
+    def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
+        self._services = dict(msg.addresses)
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         trace_message("registry", msg)
@@ -39,7 +43,8 @@ class Registry(ActorTypeDispatcher):
             slot = SessionSlot(self.createActor(SessionActor))
             self._slots[msg.session_id] = slot
         slot.forwarded += 1
-        self.send(slot.address, Delivered(msg.request_id, msg.session_id, msg.command, sender))
+        self.send(slot.address, Delivered(msg.request_id, msg.session_id, msg.command, sender,
+                                          self._services))
 
     def receiveMsg_ReleaseMe(self, msg: ReleaseMe, sender: Any) -> None:
         slot = self._slots.get(msg.session_id)

@@ -111,7 +111,7 @@ class SessionActor(ActorTypeDispatcher):
         self.waiting_ends: list[Delivered] = []  # end waits for active work
         self.release_wanted = False
         self.idle_generation = 0
-        self._executors: dict[str, Any] = {}
+        self.services: dict[str, Any] = {}
         self.live = LivePublisher(self.settings.data_path)
         self.metrics = MetricBatch()
 
@@ -126,6 +126,7 @@ class SessionActor(ActorTypeDispatcher):
         self.handled += 1
         self.registry = sender
         self.session_id = msg.session_id
+        self.services = msg.services
         handlers = {
             CreateSession: self._create,
             StartTurn: self._start_turn,
@@ -622,18 +623,9 @@ class SessionActor(ActorTypeDispatcher):
         return offered
 
     def _executor(self, kind: str) -> Any:
-        """The executor actor for an effect kind (one per actor system, by globalName)."""
-        if kind not in self._executors:
-            if kind == "tool_call":
-                from brain.actors.tool_executor import ToolExecutor
-
-                actor, name = ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME
-            else:
-                from brain.actors.model_executor import ModelExecutor
-
-                actor, name = ModelExecutor, MODEL_EXECUTOR_GLOBAL_NAME
-            self._executors[kind] = self.createActor(actor, globalName=name)
-        return self._executors[kind]
+        """The executor actor for an effect kind (resolved at boot, handed over by the registry)."""
+        name = TOOL_EXECUTOR_GLOBAL_NAME if kind == "tool_call" else MODEL_EXECUTOR_GLOBAL_NAME
+        return self.services[name]
 
     def _stop_turn(self, reason: str) -> None:
         """Cancellation, by request or by the wall deadline: forward it, then wait, bounded."""
@@ -715,6 +707,9 @@ class SessionActor(ActorTypeDispatcher):
             self.send(reply_to, Reply(request_id, body=body))
 
     def _schedule_release(self) -> None:
+        # Metrics go out now, a registry round trip before any release: a message sent in the
+        # same handler as the exit can be lost with the process (Thespian 4.0.1).
+        self._flush_metrics()
         ttl_ms = None
         if self.projection is not None:
             ttl_ms = self.projection.config.get("idle_ttl_ms")
@@ -733,17 +728,12 @@ class SessionActor(ActorTypeDispatcher):
         if not self.metrics:
             return
         counters, observations = self.metrics.take()
-        if METRICS_GLOBAL_NAME not in self._executors:
-            from brain.actors.metrics_actor import MetricsActor
-
-            self._executors[METRICS_GLOBAL_NAME] = self.createActor(
-                MetricsActor, globalName=METRICS_GLOBAL_NAME)
-        self.send(self._executors[METRICS_GLOBAL_NAME],
-                  MetricsReport(f"session-{self.session_id}", counters, observations, {}))
+        metrics = self.services.get(METRICS_GLOBAL_NAME)
+        if metrics is not None:
+            self.send(metrics,
+                      MetricsReport(f"session-{self.session_id}", counters, observations, {}))
 
     def _release_if_idle(self) -> None:
-        if self.turn is None:
-            self._flush_metrics()
         if (self.release_wanted or self.writer is None) and self.turn is None \
                 and self.registry is not None:
             self.send(self.registry, ReleaseMe(self.session_id, self.handled))

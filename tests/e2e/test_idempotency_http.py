@@ -16,9 +16,12 @@ def unanswered_claims(data: Path, key: str) -> int:
     db = data / "idempotency.sqlite3"
     if not db.exists():
         return 0
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
-        return conn.execute("SELECT count(*) FROM claims WHERE key = ? AND status IS NULL",
-                            (key,)).fetchone()[0]
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+            return conn.execute("SELECT count(*) FROM claims WHERE key = ? AND status IS NULL",
+                                (key,)).fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0  # the store is being created or checkpointed right now: ask again
 
 
 def post(server: BrainServer, path: str, key: str, body: dict | None = None,

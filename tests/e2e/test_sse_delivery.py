@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from pathlib import Path
 
 from tests.support.server import BrainServer
+from tests.support.sockets import unsent_bytes
 from tests.support.sse import SseClient
 
 SLOW = """
@@ -87,14 +87,16 @@ def test_reconnect_with_last_event_id_mid_turn(tmp_path: Path) -> None:
 def test_stalled_subscriber_does_not_delay_another_session(brain_server: BrainServer) -> None:
     s = brain_server
     a, b = s.create_session()["id"], s.create_session()["id"]
-    stalled = SseClient("127.0.0.1", s.port, f"/v1/sessions/{a}/events", s.token)
-    stalled.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stalled = SseClient("127.0.0.1", s.port, f"/v1/sessions/{a}/events", s.token,
+                        recv_buffer=64 * 1024)
     follower = SseClient("127.0.0.1", s.port, f"/v1/sessions/{b}/events", s.token)
     try:
         big = "x" * 500_000
         for _ in range(5):  # megabytes of Events on A that nobody reads
             result = s.send(a, big)
             assert result["status"] == "ended", result.get("error")
+        client_port = stalled.sock.getsockname()[1]
+        assert unsent_bytes(s.port, client_port) > 64 * 1024  # A's stream really is stuck
         follower.events(len(s.events(b)))  # B's history so far
         started = time.monotonic()
         assert s.send(b, "quick")["status"] == "ended"
@@ -103,7 +105,6 @@ def test_stalled_subscriber_does_not_delay_another_session(brain_server: BrainSe
             frames += follower.events(1, timeout=10)
         assert time.monotonic() - started < 5.0
         # The stalled subscriber is caught up from the journal, not dropped.
-        stalled.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         history = s.events(a, after=0)
         got = []
         while len(got) < len(history):

@@ -45,6 +45,10 @@ def group_pids(pgid: int) -> list[int]:
     return pids
 
 
+class PortTaken(RuntimeError):
+    """The HTTP or actor port chosen for a test server was taken before it could bind."""
+
+
 class BrainServer:
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
@@ -72,6 +76,21 @@ class BrainServer:
         return env
 
     def start(self) -> BrainServer:
+        """Start and wait for /readyz; retried on fresh ports if a port was taken meanwhile.
+
+        free_port() can only promise a port was free when asked; an outgoing connection may take
+        it before Brain binds it, which is a race of the test harness, not of Brain.
+        """
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except PortTaken:
+                if attempt == 2:
+                    raise
+                self.port, self.actor_port = free_port(), free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> BrainServer:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "brain.cli", "serve"],
                                          env=self.env(), stdout=log, stderr=subprocess.STDOUT,
@@ -79,7 +98,11 @@ class BrainServer:
         deadline = time.monotonic() + START_TIMEOUT_SECS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"brain serve exited early:\n{self.log()}")
+                log_text = self.log()
+                self.proc = None
+                if "Address already in use" in log_text or "did not start" in log_text:
+                    raise PortTaken(log_text)
+                raise RuntimeError(f"brain serve exited early:\n{log_text}")
             try:
                 if requests.get(self.url + "/readyz", timeout=2).status_code == 200:
                     return self

@@ -51,3 +51,20 @@ def listening_sockets(pids: list[int]) -> list[tuple[int, str, int]]:
                 if inode in tables:
                     result.append((pid, *tables[inode]))
     return result
+
+
+def unsent_bytes(local_port: int, remote_port: int) -> int:
+    """Bytes queued for sending on the TCP connection local_port → remote_port (loopback)."""
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    parts = line.split()
+                    local, remote = parts[1], parts[2]
+                    if (int(local.rsplit(":", 1)[1], 16) == local_port
+                            and int(remote.rsplit(":", 1)[1], 16) == remote_port):
+                        return int(parts[4].split(":")[0], 16)
+        except FileNotFoundError:
+            continue
+    return 0

@@ -19,9 +19,14 @@ class SseFrame:
 class SseClient:
     def __init__(self, host: str, port: int, path: str, token: str, *,
                  params: dict | None = None, last_event_id: str | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, recv_buffer: int | None = None) -> None:
         query = f"?{urlencode(params)}" if params else ""
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if recv_buffer is not None:
+            # Before connect, so the advertised window matches for the whole connection.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, port))
         headers = [f"GET {path}{query} HTTP/1.1", f"Host: {host}:{port}",
                    "Accept: text/event-stream", f"Authorization: Bearer {token}"]
         if last_event_id is not None:

@@ -48,6 +48,20 @@ def keep_admin_in_this_process_group() -> None:
     os.setsid = lambda: None
 
 
+def preload_for_actors() -> None:
+    """Import what every actor needs before the admin forks, so forks inherit it.
+
+    A session actor is forked per open session; importing wasmtime and the providers in each
+    fork cost ~130 ms per open. Importing creates no wasmtime Engine and no threads, so the
+    fork hazard (stack-notes Hazard 4) does not apply: engines are still made after the fork.
+    """
+    import brain.actors.session  # noqa: F401
+    import brain.agentloop.runtime  # noqa: F401
+    import brain.environments  # noqa: F401
+    import brain.models  # noqa: F401
+    import brain.tools  # noqa: F401
+
+
 def create_singletons(asys: object) -> dict[str, object]:
     """Create every shared actor here, owned by the actor system itself.
 
@@ -76,6 +90,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     confine_thespian(settings.actor_bind)
     keep_admin_in_this_process_group()
+    preload_for_actors()
     from thespian.actors import ActorSystem
 
     from brain.actors.registry import Registry

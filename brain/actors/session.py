@@ -73,7 +73,12 @@ def agentloop_runtime(settings: Settings) -> Any:
     if _runtime is None:
         from brain.agentloop import AgentloopRuntime
 
-        _runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20)
+        # Compiled modules are cached as serialized bytes in a directory only Brain writes, so
+        # a freshly forked session actor loads the Agentloop instead of compiling it again.
+        cache_dir = settings.data_path / "run" / "wasm-cache"
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20,
+                                    cache_dir=cache_dir)
     return _runtime
 
 

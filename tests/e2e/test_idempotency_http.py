@@ -107,3 +107,39 @@ def test_in_progress_then_ambiguous_after_kill_between_claim_and_answer(tmp_path
         assert post(server, f"/v1/sessions/{sid}/messages", "k2", {"input": "hi"}).ok
     finally:
         server.kill()
+
+
+def test_every_scope_replays_after_sigkill(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    server = BrainServer(data).start()
+    try:
+        sid = server.create_session()["id"]
+        other = server.create_session()["id"]
+        calls = [
+            ("POST", "/v1/sessions", "k-create", {"json": {}}),
+            ("POST", f"/v1/sessions/{sid}/messages", "k-submit",
+             {"json": {"input": "a"}, "headers": {"Prefer": "respond-async"}}),
+        ]
+        first = [server.request(m, p, **{**kw, "headers": {**kw.get("headers", {}),
+                                                          "Idempotency-Key": key}})
+                 for m, p, key, kw in calls]
+        wait_for(lambda: server.request("GET", f"/v1/sessions/{sid}").json()["status"]
+                 == "idle", what="submitted turn done")
+        later = [
+            ("POST", f"/v1/sessions/{sid}/cancel", "k-cancel", {}),
+            ("POST", f"/v1/sessions/{other}/end", "k-end", {}),
+            ("DELETE", f"/v1/sessions/{other}", "k-delete", {}),
+        ]
+        first += [server.request(m, p, headers={"Idempotency-Key": key}) for m, p, key, _ in later]
+        assert [r.status_code for r in first] == [201, 202, 200, 200, 204]
+        server.kill()
+        server = BrainServer(data).start()
+        again = [server.request(m, p, **{**kw, "headers": {**kw.get("headers", {}),
+                                                          "Idempotency-Key": key}})
+                 for m, p, key, kw in calls + later]
+        assert [(r.status_code, r.content) for r in again] == [
+            (r.status_code, r.content) for r in first]
+        assert [e["kind"] for e in server.events(sid)].count("turn_started") == 1
+        assert server.request("GET", f"/v1/sessions/{other}").status_code == 404
+    finally:
+        server.kill()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,59 @@ def test_end_waits_for_the_active_turn(tmp_path: Path) -> None:
         assert kinds[-1] == "session_ended"
     finally:
         s.kill()
+
+
+LOOPING_MODEL = """
+[models.looper]
+provider = "scripted"
+script = [ { tool_calls = [ { name = "echo", input = { again = true } } ] } ]
+
+[models.sleeper]
+provider = "scripted"
+script = [ { tool_calls = [ { name = "sleep", input = { seconds = 30 } } ] }, { text = "woke" } ]
+
+[tools.sleep]
+route = "builtin"
+function = "sleep"
+description = "Sleep."
+"""
+
+
+@pytest.fixture
+def tool_server(tmp_path: Path):  # type: ignore[no-untyped-def]
+    config = tmp_path / "brain.toml"
+    config.write_text(LOOPING_MODEL)
+    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
+                                                 "BRAIN_MAX_MODEL_CALLS": "3"}).start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def test_model_call_limit_fails_the_turn(tool_server: BrainServer) -> None:
+    s = tool_server
+    sid = s.create_session(model="looper", tools=["echo"])["id"]
+    result = s.send(sid, "loop")
+    assert (result["status"], result["error"]["code"]) == ("failed", "model_call_limit")
+    grouped = events_by_kind(s, sid)
+    assert len(grouped["model_call_started"]) == 3  # the fourth was refused, never journaled
+    assert s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle"
+
+
+def test_cancel_during_a_slow_builtin_tool(tool_server: BrainServer) -> None:
+    s = tool_server
+    sid = s.create_session(model="sleeper", tools=["sleep"])["id"]
+    receipt = submit(s, sid, "nap")
+    wait_for(lambda: "tool_call_started" in events_by_kind(s, sid), what="tool call")
+    started = time.monotonic()
+    assert s.request("POST", f"/v1/sessions/{sid}/cancel").status_code == 202
+    wait_for(lambda: s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle",
+             timeout=15, what="idle after cancel")
+    assert time.monotonic() - started < 10  # not the tool's 30 s
+    grouped = events_by_kind(s, sid)
+    [failed] = grouped["tool_call_failed"]
+    assert (failed["data"]["outcome"], failed["data"]["result"]["is_error"]) == ("cancelled", True)
+    [turn_failed] = grouped["turn_failed"]
+    assert turn_failed["data"]["started"] == receipt["sequence"]
+    assert turn_failed["data"]["error"]["code"] == "cancelled"

@@ -16,6 +16,7 @@ import threading
 
 from brain.actors.confine import confine_thespian
 from brain.actors.messages import (
+    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     REGISTRY_GLOBAL_NAME,
@@ -69,6 +70,7 @@ def create_singletons(asys: object) -> dict[str, object]:
     its children with it. Were a session actor (released after each turn) the first to ask for
     an executor, its release would kill the executor under every other session's feet.
     """
+    from brain.actors.environment_executor import EnvironmentExecutor
     from brain.actors.metrics_actor import MetricsActor
     from brain.actors.model_executor import ModelExecutor
     from brain.actors.tool_executor import ToolExecutor
@@ -77,6 +79,7 @@ def create_singletons(asys: object) -> dict[str, object]:
         name: asys.createActor(actor, globalName=name)  # type: ignore[attr-defined]
         for actor, name in ((ModelExecutor, MODEL_EXECUTOR_GLOBAL_NAME),
                             (ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME),
+                            (EnvironmentExecutor, ENVIRONMENT_EXECUTOR_GLOBAL_NAME),
                             (MetricsActor, METRICS_GLOBAL_NAME))
     }
 

@@ -14,6 +14,7 @@ REGISTRY_GLOBAL_NAME = "brain.registry"
 MODEL_EXECUTOR_GLOBAL_NAME = "brain.executor.model"
 TOOL_EXECUTOR_GLOBAL_NAME = "brain.executor.tool"
 METRICS_GLOBAL_NAME = "brain.metrics"
+ENVIRONMENT_EXECUTOR_GLOBAL_NAME = "brain.executor.environment"
 
 
 # --- commands a client sends to one session (through the registry) ------------------------
@@ -182,6 +183,26 @@ class ToolCallDone:
     session_id: str
     started: int
     outcome: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunEnvironmentOp:
+    """Session → environment executor, sent only after environment_op_started is durable."""
+
+    session_id: str
+    started: int
+    environment: dict[str, Any]
+    op: str
+    request: dict[str, Any]
+    reply_to: Any
+
+
+@dataclass(frozen=True)
+class EnvironmentOpDone:
+    session_id: str
+    started: int
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None  # {outcome, message}
 
 
 # --- metrics -------------------------------------------------------------------------------

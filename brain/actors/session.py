@@ -12,6 +12,7 @@ import json
 import logging
 import shutil
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage
 from brain import errors
 from brain.actors.bridge import ThreadBridge
 from brain.actors.messages import (
+    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
@@ -30,12 +32,14 @@ from brain.actors.messages import (
     DeleteSession,
     Delivered,
     EndSession,
+    EnvironmentOpDone,
     IdleTimeout,
     MetricsReport,
     ModelCallDone,
     Recover,
     ReleaseMe,
     Reply,
+    RunEnvironmentOp,
     RunModelCall,
     RunToolCall,
     StartTurn,
@@ -63,6 +67,17 @@ from brain.settings import Settings
 log = logging.getLogger(__name__)
 
 CANCEL_GRACE_SECS = 10.0  # bounded wait for executors to confirm a cancellation
+
+
+@dataclass
+class EnvironmentPhase:
+    """Setup (create), detach (end) or teardown (delete) of every Environment, in flight."""
+
+    op: str
+    msg: Delivered
+    waiting: set[int]
+    failures: list[str] = field(default_factory=list)
+
 
 _runtime = None
 
@@ -114,6 +129,7 @@ class SessionActor(ActorTypeDispatcher):
         self.bridge = ThreadBridge()
         self.turn: ActiveTurn | None = None
         self.waiting_ends: list[Delivered] = []  # end waits for active work
+        self.phase: EnvironmentPhase | None = None
         self.release_wanted = False
         self.idle_generation = 0
         self.services: dict[str, Any] = {}
@@ -306,29 +322,58 @@ class SessionActor(ActorTypeDispatcher):
             batch.append({"kind": "transcript_changed", "start": 0, "items": transcript,
                           "length": len(transcript)})
         self._commit(batch)
-        for environment in command.config.get("environments", []):
-            self._setup_environment(environment)
+        if not self._begin_environment_phase("setup", msg):
+            self._finish_create(msg, [])
+
+    def _finish_create(self, msg: Delivered, failures: list[str]) -> None:
+        if failures:
+            self._commit([{"kind": "session_failed",
+                           "error": {"code": "creation", "message": "; ".join(failures)}}])
         self._checkpoint()
         self._reply(msg.reply_to, msg.request_id, body=self._view())
         self._schedule_release()
 
-    def _setup_environment(self, environment: dict[str, Any]) -> None:
-        # A local Environment's setup is a directory; it is still fenced like every effect.
-        name = environment["name"]
-        [started] = self._commit([{"kind": "environment_op_started", "environment": name,
-                                   "op": "setup", "request": {}}])
-        root = self.settings.data_path / "environments" / self.session_id / name
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            self._commit([{"kind": "environment_op_failed", "started": started["seq"],
-                           "error": {"message": exc.strerror or "setup failed"},
-                           "outcome": "error"},
-                          {"kind": "session_failed",
-                           "error": {"code": "creation", "message": f"setup of {name} failed"}}])
+    # --- Environment phases -----------------------------------------------------------------
+
+    def _begin_environment_phase(self, op: str, msg: Delivered) -> bool:
+        """Journal `op` for every Environment, then send them; False when there are none."""
+        environments = self.projection.config.get("environments", [])
+        if not environments:
+            return False
+        started = self._commit([{"kind": "environment_op_started", "environment": env["name"],
+                                 "op": op, "request": {}} for env in environments])
+        self.phase = EnvironmentPhase(op, msg, {record["seq"] for record in started})
+        executor = self.services[ENVIRONMENT_EXECUTOR_GLOBAL_NAME]
+        for record, environment in zip(started, environments, strict=True):
+            self.send(executor, RunEnvironmentOp(self.session_id, record["seq"], environment, op,
+                                                 {}, self.myAddress))
+        return True
+
+    def receiveMsg_EnvironmentOpDone(self, msg: EnvironmentOpDone, sender: Any) -> None:
+        trace_message("session", msg)
+        phase = self.phase
+        if phase is None or msg.started not in phase.waiting:
+            log.warning("session %s: environment outcome no longer awaited: %s",
+                        self.session_id, msg.started)
             return
-        self._commit([{"kind": "environment_op_ended", "started": started["seq"],
-                       "result": {"path": name}, "outcome": "ok"}])
+        phase.waiting.discard(msg.started)
+        if msg.error is None:
+            self._commit([{"kind": "environment_op_ended", "started": msg.started,
+                           "result": msg.result or {}, "outcome": "ok"}])
+        else:
+            self._commit([{"kind": "environment_op_failed", "started": msg.started,
+                           "error": {"message": msg.error.get("message", "")},
+                           "outcome": msg.error.get("outcome", "unknown")}])
+            phase.failures.append(f"{phase.op} failed: {msg.error.get('message', '')}")
+        if not phase.waiting:
+            self.phase = None
+            finish = {"setup": self._finish_create, "detach": self._finish_end,
+                      "teardown": self._finish_delete}[phase.op]
+            try:
+                finish(phase.msg, phase.failures)
+            except errors.BrainError as exc:
+                self._reply(phase.msg.reply_to, phase.msg.request_id, error=exc)
+        self._release_if_idle()
 
     def _start_turn(self, msg: Delivered) -> None:
         command: StartTurn = msg.command
@@ -391,20 +436,28 @@ class SessionActor(ActorTypeDispatcher):
         if status in ("ended", "failed"):
             self._reply(msg.reply_to, msg.request_id, body=self._view())
             return
-        if self.turn is not None:
-            self.waiting_ends.append(msg)  # answered when the turn has finished
+        if self.turn is not None or self.phase is not None:
+            self.waiting_ends.append(msg)  # answered when the active work has finished
             return
-        self._commit([{"kind": "session_ending"}])
-        for environment in self.projection.config.get("environments", []):
-            [started] = self._commit([{"kind": "environment_op_started",
-                                       "environment": environment["name"], "op": "detach",
-                                       "request": {}}])
-            self._commit([{"kind": "environment_op_ended", "started": started["seq"],
-                           "result": {}, "outcome": "ok"}])
+        self._commit([{"kind": "session_ending"}])  # before detach: no message gets in now
+        if not self._begin_environment_phase("detach", msg):
+            self._finish_end(msg, [])
+
+    def _finish_end(self, msg: Delivered, failures: list[str]) -> None:
+        # A failed detach is recorded and does not prevent the session from ending.
         self._commit([{"kind": "session_ended"}])
         self._checkpoint()
         self._reply(msg.reply_to, msg.request_id, body=self._view())
         self._schedule_release()
+        self._answer_waiting_ends()
+
+    def _answer_waiting_ends(self) -> None:
+        waiting, self.waiting_ends = self.waiting_ends, []
+        for end in waiting:
+            try:
+                self._end(end)
+            except errors.BrainError as exc:
+                self._reply(end.reply_to, end.request_id, error=exc)
 
     def _delete(self, msg: Delivered) -> None:
         try:
@@ -416,24 +469,18 @@ class SessionActor(ActorTypeDispatcher):
             return
         if self.projection.status not in ("ended", "failed"):
             raise errors.SessionActive("end the session before deleting it")
-        for environment in self.projection.config.get("environments", []):
-            name = environment["name"]
-            [started] = self._commit([{"kind": "environment_op_started", "environment": name,
-                                       "op": "teardown", "request": {}}])
-            root = self.settings.data_path / "environments" / self.session_id / name
-            try:
-                if root.is_symlink():
-                    root.unlink()
-                elif root.exists():
-                    shutil.rmtree(root)
-            except OSError as exc:
-                self._commit([{"kind": "environment_op_failed", "started": started["seq"],
-                               "error": {"message": exc.strerror or "teardown failed"},
-                               "outcome": "error"}])
-                raise errors.TeardownFailed(f"teardown of Environment {name!r} failed; "
-                                            "retry with a new Idempotency-Key") from None
-            self._commit([{"kind": "environment_op_ended", "started": started["seq"],
-                           "result": {}, "outcome": "ok"}])
+        if self.phase is not None:
+            raise errors.SessionBusy("an Environment operation is in flight")
+        if not self._begin_environment_phase("teardown", msg):
+            self._finish_delete(msg, [])
+
+    def _finish_delete(self, msg: Delivered, failures: list[str]) -> None:
+        if failures:
+            # The session and its Environment record remain; no automatic retry.
+            self._checkpoint()
+            raise errors.TeardownFailed("Environment teardown failed ("
+                                        + "; ".join(failures)
+                                        + "); retry with a new Idempotency-Key")
         self._remove_session_files()
         self._reply(msg.reply_to, msg.request_id, body={})
 
@@ -689,12 +736,7 @@ class SessionActor(ActorTypeDispatcher):
                         body=turn_result(self.session_id, turn.sequence, records[-1]))
         self._checkpoint()
         self._schedule_release()
-        waiting, self.waiting_ends = self.waiting_ends, []
-        for end in waiting:
-            try:
-                self._end(end)
-            except errors.BrainError as exc:
-                self._reply(end.reply_to, end.request_id, error=exc)
+        self._answer_waiting_ends()
 
     # --- replies and release ----------------------------------------------------------------
 
@@ -740,7 +782,7 @@ class SessionActor(ActorTypeDispatcher):
 
     def _release_if_idle(self) -> None:
         if (self.release_wanted or self.writer is None) and self.turn is None \
-                and self.registry is not None:
+                and self.phase is None and self.registry is not None:
             self.send(self.registry, ReleaseMe(self.session_id, self.handled))
 
 

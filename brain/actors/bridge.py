@@ -8,11 +8,13 @@ queue and ring a socketpair that the actor watches with ThespianWatch. The actor
 
 from __future__ import annotations
 
+import logging
 import queue
 import socket
+import threading
 from typing import Any
 
-from thespian.actors import ThespianWatch
+from thespian.actors import ActorTypeDispatcher, ThespianWatch
 
 
 class ThreadBridge:
@@ -49,3 +51,61 @@ class ThreadBridge:
     def close(self) -> None:
         self._reader.close()
         self._writer.close()
+
+
+class BridgedActor(ActorTypeDispatcher):
+    """An actor whose threads report back through a ThreadBridge.
+
+    `receiveMessage` returns the bridge's watch after every message, also when a handler
+    raised: Thespian drops the watch of a receiveMessage that returns anything else, and the
+    actor would then never hear from its threads again.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.bridge = ThreadBridge()
+
+    def receiveMessage(self, message: Any, sender: Any) -> Any:
+        try:
+            super().receiveMessage(message, sender)
+        except Exception:
+            logging.getLogger(type(self).__module__).exception(
+                "%s failed on %s", type(self).__name__, type(message).__name__)
+        return self.bridge.watch()
+
+
+class ExecutorActor(BridgedActor):
+    """Runs each effect in its own thread and sends `(reply_to, outcome)` pairs back.
+
+    Subclasses implement `run(msg, cancel)` returning the outcome message; cancellation by
+    `CancelEffect(session_id, started)` sets the effect's event.
+    """
+
+    thread_prefix = "effect"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cancels: dict[tuple[str, int], threading.Event] = {}
+
+    def start_effect(self, msg: Any) -> None:
+        cancel = threading.Event()
+        self.cancels[(msg.session_id, msg.started)] = cancel
+
+        def body() -> None:
+            self.bridge.post((msg.reply_to, self.run(msg, cancel)))
+
+        threading.Thread(target=body, daemon=True,
+                         name=f"{self.thread_prefix}-{msg.session_id}-{msg.started}").start()
+
+    def run(self, msg: Any, cancel: threading.Event) -> Any:
+        raise NotImplementedError
+
+    def receiveMsg_CancelEffect(self, msg: Any, sender: Any) -> None:
+        cancel = self.cancels.get((msg.session_id, msg.started))
+        if cancel is not None:
+            cancel.set()
+
+    def receiveMsg_WatchMessage(self, msg: Any, sender: Any) -> None:
+        for reply_to, done in self.bridge.drain():
+            self.cancels.pop((done.session_id, done.started), None)
+            self.send(reply_to, done)

@@ -11,9 +11,7 @@ import logging
 import threading
 from typing import Any
 
-from thespian.actors import ActorTypeDispatcher, WatchMessage
-
-from brain.actors.bridge import ThreadBridge
+from brain.actors.bridge import ExecutorActor
 from brain.actors.messages import EnvironmentOpDone, RunEnvironmentOp
 from brain.actors.trace import trace_message
 from brain.settings import Settings
@@ -21,40 +19,31 @@ from brain.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class EnvironmentExecutor(ActorTypeDispatcher):
+class EnvironmentExecutor(ExecutorActor):
+    thread_prefix = "env"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.bridge = ThreadBridge()
         self.settings = Settings.from_env()
-
-    def receiveMessage(self, message: Any, sender: Any) -> Any:
-        super().receiveMessage(message, sender)
-        return self.bridge.watch()
 
     def receiveMsg_RunEnvironmentOp(self, msg: RunEnvironmentOp, sender: Any) -> None:
         trace_message("environment_executor", msg)
-        threading.Thread(target=self._run, args=(msg,), daemon=True,
-                         name=f"env-{msg.session_id}-{msg.started}").start()
+        self.start_effect(msg)
 
-    def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
-        for reply_to, done in self.bridge.drain():
-            self.send(reply_to, done)
-
-    def _run(self, msg: RunEnvironmentOp) -> None:
+    def run(self, msg: RunEnvironmentOp, cancel: threading.Event) -> EnvironmentOpDone:
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op
 
         root = self.settings.data_path / "environments" / msg.session_id / msg.environment["name"]
         try:
             environment = open_environment(msg.environment, root)
-            result = run_environment_op(environment, msg.op, msg.request, None, threading.Event())
-            done = EnvironmentOpDone(msg.session_id, msg.started, result=result)
+            result = run_environment_op(environment, msg.op, msg.request, None, cancel)
+            return EnvironmentOpDone(msg.session_id, msg.started, result=result)
         except EnvironmentOpError as exc:
-            done = EnvironmentOpDone(msg.session_id, msg.started,
+            return EnvironmentOpDone(msg.session_id, msg.started,
                                      error={"outcome": exc.outcome, "message": exc.message})
         except Exception as exc:
             log.exception("environment op %s/%s failed inside Brain", msg.session_id,
                           msg.started)
-            done = EnvironmentOpDone(msg.session_id, msg.started,
+            return EnvironmentOpDone(msg.session_id, msg.started,
                                      error={"outcome": "unknown",
                                             "message": f"internal error ({type(exc).__name__})"})
-        self.bridge.post((msg.reply_to, done))

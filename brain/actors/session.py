@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from thespian.actors import ActorExitRequest, ActorTypeDispatcher, WakeupMessage, WatchMessage
+from thespian.actors import ActorExitRequest, WakeupMessage, WatchMessage
 
 from brain import errors
-from brain.actors.bridge import ThreadBridge
+from brain.actors.bridge import BridgedActor
 from brain.actors.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
@@ -117,7 +117,7 @@ def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str
     return runtime.activate(agentloop["path"], payload, host_call, deadline)
 
 
-class SessionActor(ActorTypeDispatcher):
+class SessionActor(BridgedActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
@@ -126,7 +126,6 @@ class SessionActor(ActorTypeDispatcher):
         self.handled = 0
         self.writer: JournalWriter | None = None
         self.projection: Any = None
-        self.bridge = ThreadBridge()
         self.turn: ActiveTurn | None = None
         self.waiting_ends: list[Delivered] = []  # end waits for active work
         self.phase: EnvironmentPhase | None = None
@@ -137,10 +136,6 @@ class SessionActor(ActorTypeDispatcher):
         self.metrics = MetricBatch()
 
     # --- dispatch ---------------------------------------------------------------------------
-
-    def receiveMessage(self, message: Any, sender: Any) -> Any:
-        super().receiveMessage(message, sender)
-        return self.bridge.watch()
 
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
         trace_message("session", msg)

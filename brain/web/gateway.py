@@ -91,14 +91,19 @@ class ActorGateway:
             raise errors.from_code(reply.error_code, reply.error_message or "")
         return reply.body or {}
 
-    def ask_global(self, global_name: str, actor_class: Any, message: Any,
-                   timeout: float = 5.0) -> Any:
-        """Ask a singleton actor (registry, metrics) and return its answer, or None."""
+    def _global_address(self, global_name: str, actor_class: Any) -> Any:
+        """The address of a shared actor (created at boot; looked up once per worker)."""
         self._connect()
         address = self._globals.get(global_name)
         if address is None:
             address = self._system.createActor(actor_class, globalName=global_name)
             self._globals[global_name] = address
+        return address
+
+    def ask_global(self, global_name: str, actor_class: Any, message: Any,
+                   timeout: float = 5.0) -> Any:
+        """Ask a singleton actor (registry, metrics) and return its answer, or None."""
+        address = self._global_address(global_name, actor_class)
         endpoint = self._take_endpoint()
         answer = endpoint.ask(address, message, timeout)
         if answer is None:
@@ -108,11 +113,7 @@ class ActorGateway:
         return answer
 
     def tell_global(self, global_name: str, actor_class: Any, message: Any) -> None:
-        self._connect()
-        address = self._globals.get(global_name)
-        if address is None:
-            address = self._system.createActor(actor_class, globalName=global_name)
-            self._globals[global_name] = address
+        address = self._global_address(global_name, actor_class)
         endpoint = self._take_endpoint()
         endpoint.tell(address, message)
         self._return_endpoint(endpoint)

@@ -16,6 +16,7 @@ from typing import Any
 import falcon
 
 from brain.settings import Settings
+from brain.web.background import spawn_background
 from brain.web.bodies import raw_body
 from brain.web.errors import render_error
 from brain.web.idempotency import (
@@ -103,14 +104,4 @@ def _spawn_sweeper(store: IdempotencyStore) -> None:
             except Exception:
                 log.exception("idempotency sweep failed")
 
-    try:
-        from gevent import monkey
-
-        if monkey.is_module_patched("time"):
-            import gevent
-
-            gevent.spawn(sweep_forever)
-            return
-    except ImportError:
-        pass
-    threading.Thread(target=sweep_forever, name="idempotency-sweeper", daemon=True).start()
+    spawn_background(sweep_forever, "idempotency-sweeper")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.live.publisher import live_dir
+from brain.web.background import gevent_active, spawn_background
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class LiveHub:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self._sock = sock
         atexit.register(self.close)
-        _spawn(self._read_loop)
+        spawn_background(self._read_loop, "live-hub")
 
     def close(self) -> None:
         if self.path is not None:
@@ -130,25 +131,8 @@ class LiveHub:
                 self.dispatch(message)
 
 
-def _gevent_active() -> bool:
-    try:
-        from gevent import monkey
-    except ImportError:
-        return False
-    return monkey.is_module_patched("socket")
-
-
-def _spawn(target: Any) -> None:
-    if _gevent_active():
-        import gevent
-
-        gevent.spawn(target)
-    else:
-        threading.Thread(target=target, name="live-hub", daemon=True).start()
-
-
 def _event_factory() -> Any:
-    if _gevent_active():
+    if gevent_active():
         from gevent.event import Event
 
         return Event

@@ -18,6 +18,7 @@ from brain.actors.messages import (
     MetricsScrape,
 )
 from brain.metrics import MetricBatch
+from brain.web.background import spawn_background
 from brain.web.gateway import ActorGateway
 from brain.web.live_hub import LiveHub
 
@@ -51,7 +52,7 @@ class WorkerMetrics:
             if self._started:
                 return
             self._started = True
-        _spawn(self._flush_forever)
+        spawn_background(self._flush_forever, "metrics-flush")
 
     def _flush_forever(self) -> None:
         from brain.actors.metrics_actor import MetricsActor
@@ -83,17 +84,3 @@ class MetricsResource:
             raise errors.Internal("metrics are not available right now")
         resp.content_type = PROMETHEUS_TEXT
         resp.text = text
-
-
-def _spawn(target: Any) -> None:
-    try:
-        from gevent import monkey
-
-        if monkey.is_module_patched("time"):
-            import gevent
-
-            gevent.spawn(target)
-            return
-    except ImportError:
-        pass
-    threading.Thread(target=target, name="metrics-flush", daemon=True).start()

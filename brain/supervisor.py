@@ -34,6 +34,18 @@ def gunicorn_conf_path() -> Path:
 
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_supervisor() -> None:
+    """Runs in each child before exec: SIGTERM it if the supervisor dies, even by SIGKILL.
+
+    Gunicorn then stops, and the boot process shuts the actor system down, instead of both
+    living on as orphans serving a data dir nobody supervises.
+    """
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 def become_subreaper() -> None:
@@ -94,13 +106,14 @@ class Supervisor:
         env = self.child_env()
         try:
             self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
-                                         stdout=subprocess.PIPE)
+                                         stdout=subprocess.PIPE,
+                                         preexec_fn=_die_with_supervisor)
             if not self._wait_ready(self.boot):
                 print("brain serve: the actor system did not start", file=sys.stderr)
                 return 1
             self.web = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "-c", str(gunicorn_conf_path()),
-                 "brain.web.wsgi:application"], env=env)
+                 "brain.web.wsgi:application"], env=env, preexec_fn=_die_with_supervisor)
             host, port = self.settings.listen_host_port
             print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
                   flush=True)

@@ -103,3 +103,24 @@ def test_bad_input_gets_contract_errors(brain_server: BrainServer) -> None:
     assert s.request("GET", "/healthz", token=None).status_code == 200
     # The server is still healthy after all of that.
     assert s.send(sid, "still fine")["status"] == "ended"
+
+
+def test_children_stop_when_the_supervisor_is_killed_alone(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    from tests.support.server import group_pids
+    from tests.support.waiting import wait_for
+
+    server = BrainServer(tmp_path / "data").start()
+    try:
+        sid = server.create_session()["id"]
+        assert server.send(sid, "start the actors")["status"] == "ended"
+        pgid = server.proc.pid
+        assert len(group_pids(pgid)) > 5
+        os.kill(server.proc.pid, signal.SIGKILL)  # the supervisor only, not its group
+        server.proc.wait(timeout=10)
+        wait_for(lambda: not group_pids(pgid), timeout=60, interval=0.5,
+                 what="gunicorn and the actor system to follow the supervisor")
+    finally:
+        server.kill()

@@ -100,10 +100,10 @@ def agentloop_runtime(settings: Settings) -> Any:
 def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str, Any],
                       host_call: Any, deadline: float | None) -> dict[str, Any]:
     """Run the Agentloop recorded at creation, refusing a module file changed since then."""
-    from brain.agentloop import AgentloopError, load_module_info
+    from brain.agentloop import AgentloopError
 
     try:
-        current = load_module_info(agentloop["path"])["sha256"]
+        current = runtime.prepare(agentloop["path"])  # hashed only when the file changed
     except (OSError, AgentloopError):
         raise AgentloopError("agentloop_error",
                              f"Agentloop {agentloop['name']!r}: module file "
@@ -386,7 +386,7 @@ class SessionActor(BridgedActor):
         deadline = time.monotonic() + max_secs if max_secs else None
         self.turn = ActiveTurn(sequence=turn_seq, activation=turn_seq + 1, mode=command.mode,
                                reply_to=msg.reply_to if command.mode == "send" else None,
-                               request_id=msg.request_id, deadline=deadline)
+                               request_id=msg.request_id)
         self.release_wanted = False
         if max_secs:
             self.wakeupAfter(float(max_secs), TurnDeadline(turn_seq))
@@ -420,7 +420,6 @@ class SessionActor(BridgedActor):
                         body={"session_id": self.session_id, "sequence": None})
             return
         [record] = self._commit([{"kind": "cancel_requested", "turn": turn.sequence}])
-        turn.cancelled = True
         self._stop_turn("cancelled")
         self._reply(msg.reply_to, msg.request_id,
                     body={"session_id": self.session_id, "sequence": record["seq"]})

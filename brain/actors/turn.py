@@ -14,7 +14,8 @@ from typing import Any
 
 from brain.actors.bridge import ThreadBridge
 
-HOST_CALL_GRACE_SECS = 60.0
+# The actor answers every host call; this bound only keeps a thread from outliving a lost actor.
+HOST_CALL_ANSWER_SECS = 24 * 3600.0 + 60.0
 
 
 @dataclass
@@ -68,13 +69,11 @@ class ActiveTurn:
     mode: str
     reply_to: Any
     request_id: str
-    deadline: float | None
     model_calls: int = 0
     forced_error: dict[str, Any] | None = None
     pending_effects: dict[int, Any] = field(default_factory=dict)  # started → waiter
     pending_kinds: dict[int, str] = field(default_factory=dict)  # started → "model_call"|...
     emitted_bytes: int = 0
-    cancelled: bool = False
     stop_reason: str | None = None  # "cancelled" or "timeout" once Brain is stopping the turn
 
     def stopping_error(self) -> dict[str, Any] | None:
@@ -96,7 +95,7 @@ def start_activation(
         call = PendingHostCall(op)
         bridge.post(call)
         try:
-            return call.answer.get(timeout=_answer_timeout())
+            return call.answer.get(timeout=HOST_CALL_ANSWER_SECS)
         except queue.Empty:
             return {"error": {"code": "internal", "message": "session actor did not answer"}}
 
@@ -116,8 +115,3 @@ def start_activation(
     thread = threading.Thread(target=body, name=f"activation-{turn}", daemon=True)
     thread.start()
     return thread
-
-
-def _answer_timeout() -> float:
-    # The actor answers every call; the bound only keeps a thread from outliving a lost actor.
-    return 24 * 3600.0 + HOST_CALL_GRACE_SECS

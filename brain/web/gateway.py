@@ -119,14 +119,10 @@ class ActorGateway:
         self._return_endpoint(endpoint)
 
     def ping(self, timeout: float = 2.0) -> bool:
+        """True when the registry answers: the actor system is up and reachable."""
+        from brain.actors.registry import Registry
+
         try:
-            self._connect()
+            return self.ask_global(REGISTRY_GLOBAL_NAME, Registry, "ping", timeout) == "pong"
         except errors.BrainError:
             return False
-        endpoint = self._take_endpoint()
-        answer = endpoint.ask(self._registry, "ping", timeout)
-        if answer == "pong":
-            self._return_endpoint(endpoint)
-            return True
-        endpoint.exit_clone()
-        return False

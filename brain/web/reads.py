@@ -37,5 +37,5 @@ def session_resource(settings: Settings, session_id: str) -> dict[str, Any]:
                 "last_sequence": None, "config": None, "turn": None}
 
 
-def damaged_guard(exc: CorruptJournal) -> errors.BrainError:
+def damaged_error() -> errors.BrainError:
     return errors.SessionDamaged("the session's journal is damaged; see `brain journal verify`")

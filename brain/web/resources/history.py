@@ -8,7 +8,7 @@ from brain import errors
 from brain.journal import CorruptJournal
 from brain.settings import Settings
 from brain.web.live_hub import LiveHub
-from brain.web.reads import damaged_guard, reader, session_dir
+from brain.web.reads import damaged_error, reader, session_dir
 from brain.web.sse import follow
 
 MAX_PAGE_EVENTS = 1000
@@ -61,8 +61,8 @@ class EventsResource:
             return
         try:
             resp.media = session_reader.events_page(after, limit)
-        except CorruptJournal as exc:
-            raise damaged_guard(exc) from None
+        except CorruptJournal:
+            raise damaged_error() from None
 
 
 class TranscriptResource:
@@ -73,5 +73,5 @@ class TranscriptResource:
         session_reader = reader(self.settings, session_id)
         try:
             resp.media = session_reader.transcript()
-        except CorruptJournal as exc:
-            raise damaged_guard(exc) from None
+        except CorruptJournal:
+            raise damaged_error() from None

@@ -12,7 +12,7 @@ import pytest
 from brain.journal import JournalScan
 from tests.agentloop.helpers import compile_guest
 from tests.support.guests import build_examples
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +28,12 @@ def server(tmp_path: Path, examples: Path) -> Iterator[BrainServer]:
     shutil.copy(examples / "host_script.wasm", mine)
     spin = compile_guest("spin", guests)
     trap = compile_guest("trap", guests)
-    config = tmp_path / "brain.toml"
-    config.write_text(f'[agentloops.mine]\npath = "{mine}"\n'
-                      f'[agentloops.spin]\npath = "{spin}"\n'
-                      f'[agentloops.trap]\npath = "{trap}"\n')
-    s = BrainServer(tmp_path / "data", env={
-        "BRAIN_CONFIG": str(config), "BRAIN_MAX_TURN_SECS": "2",
-        "BRAIN_TELEMETRY_SINK": str(tmp_path / "telemetry.jsonl")})
+    s = configured(tmp_path,
+                   f'[agentloops.mine]\npath = "{mine}"\n'
+                   f'[agentloops.spin]\npath = "{spin}"\n'
+                   f'[agentloops.trap]\npath = "{trap}"\n',
+                   {"BRAIN_MAX_TURN_SECS": "2",
+                    "BRAIN_TELEMETRY_SINK": str(tmp_path / "telemetry.jsonl")})
     try:
         yield s.start()
     finally:

@@ -6,7 +6,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from tests.support.server import BrainServer, group_pids
+from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
 
 MODELS = """
@@ -21,10 +21,7 @@ script = [ { text = "never", delay_ms = 60000 } ]
 
 
 def start(tmp_path: Path, drain_secs: str) -> BrainServer:
-    config = tmp_path / "brain.toml"
-    config.write_text(MODELS)
-    return BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
-                                               "BRAIN_DRAIN_SECS": drain_secs}).start()
+    return configured(tmp_path, MODELS, {"BRAIN_DRAIN_SECS": drain_secs}).start()
 
 
 def submit(server: BrainServer, sid: str) -> int:

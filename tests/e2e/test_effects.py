@@ -13,7 +13,7 @@ import pytest
 from brain.journal import JournalScan
 from brain.sessions.transcript_diff import apply_delta
 from tests.support.guests import build_examples
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 from tests.tools.toolserver import ToolServer
 
 CONFIG = """
@@ -58,11 +58,9 @@ def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def env(tmp_path: Path, examples: Path) -> Iterator[tuple[BrainServer, ToolServer, ToolServer]]:
     remote = ToolServer()
     dropper = ToolServer(drop_after_request)
-    config = tmp_path / "brain.toml"
-    config.write_text(CONFIG.format(remote_url=remote.url, dropper_url=dropper.url,
-                                    script_wasm=examples / "host_script.wasm"))
-    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
-                                                 "BRAIN_MAX_EMITTED_BYTES": "300"})
+    server = configured(tmp_path, CONFIG.format(remote_url=remote.url, dropper_url=dropper.url,
+                                                script_wasm=examples / "host_script.wasm"),
+                        {"BRAIN_MAX_EMITTED_BYTES": "300"})
     try:
         server.start()
         yield server, remote, dropper

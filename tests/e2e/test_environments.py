@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.guests import build_examples
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 
 CONFIG = """
 [tools.shell]
@@ -32,10 +32,8 @@ path = "{script}"
 @pytest.fixture
 def server(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
     examples = build_examples(tmp_path_factory.mktemp("guests"))
-    config = tmp_path / "brain.toml"
-    config.write_text(CONFIG.format(script=examples / "host_script.wasm"))
-    s = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
-                                            "SECRET_OF_THE_SERVER": "do-not-leak"})
+    s = configured(tmp_path, CONFIG.format(script=examples / "host_script.wasm"),
+                   {"SECRET_OF_THE_SERVER": "do-not-leak"})
     try:
         yield s.start()
     finally:

@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 from tests.support.sse import SseClient
 
 
@@ -70,9 +70,7 @@ script = [ { text = "streamed slowly", stream_chunks = 3, chunk_delay_ms = 300 }
 
 
 def test_sse_catches_up_then_follows_then_ends(tmp_path: Path) -> None:
-    config = tmp_path / "brain.toml"
-    config.write_text(SLOW_STREAM_CONFIG)
-    s = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
+    s = configured(tmp_path, SLOW_STREAM_CONFIG).start()
     try:
         _follow_a_session(s)
     finally:

@@ -14,7 +14,7 @@ from tests.models.fakes import (
     openai_frames,
     sse_answer,
 )
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 from tests.support.sse import SseClient
 
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
@@ -26,11 +26,8 @@ def config_for(fake: FakeServer) -> str:
 
 
 def start(tmp_path: Path, fake: FakeServer) -> BrainServer:
-    config = tmp_path / "brain.toml"
-    config.write_text(config_for(fake))
-    return BrainServer(tmp_path / "data", env={
-        "BRAIN_CONFIG": str(config), "FAKE_API_KEY": SECRET,
-        "BRAIN_TRACE": str(tmp_path / "trace.jsonl")}).start()
+    return configured(tmp_path, config_for(fake), {
+        "FAKE_API_KEY": SECRET, "BRAIN_TRACE": str(tmp_path / "trace.jsonl")}).start()
 
 
 def journal_records(server: BrainServer, sid: str) -> list[dict]:

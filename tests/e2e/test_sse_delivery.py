@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 from tests.support.sockets import unsent_bytes
 from tests.support.sse import SseClient
 
@@ -59,9 +59,7 @@ def test_hundred_followers_each_get_every_event_once_in_order(brain_server: Brai
 
 
 def test_reconnect_with_last_event_id_mid_turn(tmp_path: Path) -> None:
-    config = tmp_path / "brain.toml"
-    config.write_text(SLOW)
-    s = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
+    s = configured(tmp_path, SLOW).start()
     try:
         sid = s.create_session(model="slow")["id"]
         first = SseClient("127.0.0.1", s.port, f"/v1/sessions/{sid}/events", s.token)

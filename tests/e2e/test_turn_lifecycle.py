@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
 
 SLOW_MODEL = """
@@ -19,10 +19,7 @@ script = [ { text = "too late", delay_ms = 20000 } ]
 
 @pytest.fixture
 def slow_server(tmp_path: Path):  # type: ignore[no-untyped-def]
-    config = tmp_path / "brain.toml"
-    config.write_text(SLOW_MODEL)
-    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
-                                                 "BRAIN_MAX_TURN_SECS": "3"}).start()
+    server = configured(tmp_path, SLOW_MODEL, {"BRAIN_MAX_TURN_SECS": "3"}).start()
     try:
         yield server
     finally:
@@ -99,9 +96,7 @@ script = [ { text = "done", delay_ms = 1500 } ]
 
 
 def test_end_waits_for_the_active_turn(tmp_path: Path) -> None:
-    config = tmp_path / "brain.toml"
-    config.write_text(MEDIUM_MODEL)
-    s = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
+    s = configured(tmp_path, MEDIUM_MODEL).start()
     try:
         sid = s.create_session(model="medium")["id"]
         submit(s, sid, "work a while")
@@ -132,10 +127,7 @@ description = "Sleep."
 
 @pytest.fixture
 def tool_server(tmp_path: Path):  # type: ignore[no-untyped-def]
-    config = tmp_path / "brain.toml"
-    config.write_text(LOOPING_MODEL)
-    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config),
-                                                 "BRAIN_MAX_MODEL_CALLS": "3"}).start()
+    server = configured(tmp_path, LOOPING_MODEL, {"BRAIN_MAX_MODEL_CALLS": "3"}).start()
     try:
         yield server
     finally:

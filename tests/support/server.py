@@ -180,3 +180,10 @@ class BrainServer:
         resp = self.request("GET", f"/v1/sessions/{session_id}/events", params={"after": after})
         assert resp.status_code == 200, resp.text
         return resp.json()["events"]
+
+
+def configured(tmp_path: Path, toml: str, env: dict[str, str] | None = None) -> BrainServer:
+    """A server (not started) whose BRAIN_CONFIG is `toml`, written to tmp_path/brain.toml."""
+    config = tmp_path / "brain.toml"
+    config.write_text(toml)
+    return BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config), **(env or {})})

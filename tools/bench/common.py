@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import os
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from tests.support.server import BrainServer
 
 
 def percentile(samples: list[float], fraction: float) -> float:
@@ -108,3 +113,16 @@ def uss_kib(pid: int) -> int:
 
 def pss_kib(pid: int) -> int:
     return smaps_rollup(pid).get("Pss", 0)
+
+
+@contextmanager
+def bench_server(env: dict[str, str] | None = None) -> Iterator[BrainServer]:
+    """A started `brain serve` on a fresh data dir in the system temp dir, always killed."""
+    with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir()
+        server = BrainServer(data, env=env).start()
+        try:
+            yield server
+        finally:
+            server.kill()

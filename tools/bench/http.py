@@ -27,15 +27,19 @@ import json
 import multiprocessing as mp
 import selectors
 import socket
-import tempfile
 import time
 from datetime import datetime
-from pathlib import Path
 
 import requests
 
 from tests.support.server import BrainServer
-from tools.bench.common import loadavg, one_fdatasync_latencies, percentile, summary_ms
+from tools.bench.common import (
+    bench_server,
+    loadavg,
+    one_fdatasync_latencies,
+    percentile,
+    summary_ms,
+)
 
 DEADLINE_SECS = 240.0
 MARK = b"event: turn_ended\ndata: "
@@ -217,22 +221,16 @@ def run(part: str, submits: int, released_submits: int, sessions: int, followers
         sse_turns: int,
         gap_ms: int) -> None:
     print(f"before: {loadavg()}")
-    with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
-        data = Path(tmp) / "data"
-        data.mkdir()
-        server = BrainServer(data).start()
-        try:
-            if part in ("admission", "both"):
-                admission(server, submits, released_submits, sessions)
-                print(f"after admission: {loadavg()}")
-            if part in ("sse", "both"):
-                base = sse(server, 1, sse_turns, gap_ms)
-                many = sse(server, followers, sse_turns, gap_ms)
-                print(f"  ratio {followers} followers / 1 follower (receipt - at): p50 "
-                      f"{percentile(many, .5) / max(percentile(base, .5), 1e-4):.1f}x, p99 "
-                      f"{percentile(many, .99) / max(percentile(base, .99), 1e-4):.1f}x")
-        finally:
-            server.kill()
+    with bench_server() as server:
+        if part in ("admission", "both"):
+            admission(server, submits, released_submits, sessions)
+            print(f"after admission: {loadavg()}")
+        if part in ("sse", "both"):
+            base = sse(server, 1, sse_turns, gap_ms)
+            many = sse(server, followers, sse_turns, gap_ms)
+            print(f"  ratio {followers} followers / 1 follower (receipt - at): p50 "
+                  f"{percentile(many, .5) / max(percentile(base, .5), 1e-4):.1f}x, p99 "
+                  f"{percentile(many, .99) / max(percentile(base, .99), 1e-4):.1f}x")
     print(f"after: {loadavg()}")
 
 

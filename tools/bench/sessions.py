@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 from tests.support.server import BrainServer, group_pids
-from tools.bench.common import loadavg, percentile, pss_kib, summary_ms, uss_kib
+from tools.bench.common import bench_server, loadavg, percentile, pss_kib, summary_ms, uss_kib
 
 DEADLINE_SECS = 300.0
 
@@ -33,43 +31,37 @@ def snapshot(server: BrainServer) -> dict[int, tuple[int, int]]:
 
 def run(turns: int, resident: int, gap_ms: int) -> None:
     print(f"before: {loadavg()}")
-    with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
-        data = Path(tmp) / "data"
-        data.mkdir()
-        server = BrainServer(data).start()
-        try:
-            pgid = server.proc.pid  # type: ignore[union-attr]
-            suspended = server.create_session()["id"]
-            kept = server.create_session(idle_ttl_ms=0)["id"]
-            server.send(suspended, "warm-up")
-            server.send(kept, "warm-up")
-            time.sleep(gap_ms / 1000)
-            lat_suspended: list[float] = []
-            lat_resident: list[float] = []
-            procs_before_suspended: list[int] = []
-            deadline = time.monotonic() + DEADLINE_SECS
-            for i in range(turns):
-                if time.monotonic() > deadline:
-                    break
-                for sid, out in ((suspended, lat_suspended), (kept, lat_resident)):
-                    if sid == suspended:
-                        procs_before_suspended.append(len(group_pids(pgid)))
-                    start = time.perf_counter()
-                    result = server.send(sid, f"turn {i}")
-                    out.append(time.perf_counter() - start)
-                    assert result["status"] == "ended", result
-                    time.sleep(gap_ms / 1000)
-            procs_after_turn = len(group_pids(pgid))
+    with bench_server() as server:
+        pgid = server.proc.pid  # type: ignore[union-attr]
+        suspended = server.create_session()["id"]
+        kept = server.create_session(idle_ttl_ms=0)["id"]
+        server.send(suspended, "warm-up")
+        server.send(kept, "warm-up")
+        time.sleep(gap_ms / 1000)
+        lat_suspended: list[float] = []
+        lat_resident: list[float] = []
+        procs_before_suspended: list[int] = []
+        deadline = time.monotonic() + DEADLINE_SECS
+        for i in range(turns):
+            if time.monotonic() > deadline:
+                break
+            for sid, out in ((suspended, lat_suspended), (kept, lat_resident)):
+                if sid == suspended:
+                    procs_before_suspended.append(len(group_pids(pgid)))
+                start = time.perf_counter()
+                result = server.send(sid, f"turn {i}")
+                out.append(time.perf_counter() - start)
+                assert result["status"] == "ended", result
+                time.sleep(gap_ms / 1000)
+        procs_after_turn = len(group_pids(pgid))
 
-            time.sleep(0.5)
-            before = snapshot(server)
-            ids = [server.create_session(idle_ttl_ms=0)["id"] for _ in range(resident)]
-            for sid in ids:
-                server.send(sid, "hello")
-            time.sleep(1.0)
-            after = snapshot(server)
-        finally:
-            server.kill()
+        time.sleep(0.5)
+        before = snapshot(server)
+        ids = [server.create_session(idle_ttl_ms=0)["id"] for _ in range(resident)]
+        for sid in ids:
+            server.send(sid, "hello")
+        time.sleep(1.0)
+        after = snapshot(server)
 
     p50s, p50r = percentile(lat_suspended, 0.5), percentile(lat_resident, 0.5)
     p99s, p99r = percentile(lat_suspended, 0.99), percentile(lat_resident, 0.99)

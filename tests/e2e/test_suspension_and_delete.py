@@ -117,3 +117,12 @@ def test_sigkill_during_tool_call_never_resends(tmp_path: Path) -> None:
             assert records[-1]["error"]["code"] == "interrupted"
         finally:
             server.kill()
+
+
+def test_a_message_right_after_release_waits_for_the_old_actor(brain_server: BrainServer) -> None:
+    """Create releases its actor; an immediate message must not race it for the journal."""
+    s = brain_server
+    for _ in range(25):
+        sid = s.create_session()["id"]
+        assert s.send(sid, "straight away")["status"] == "ended"
+        assert s.send(sid, "and again")["status"] == "ended"

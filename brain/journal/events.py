@@ -26,9 +26,20 @@ _ENVELOPE = ("seq", "kind", "at")
 
 
 def rfc3339_ms(ms: int) -> str:
-    """Integer epoch milliseconds as RFC 3339 UTC with milliseconds: 2026-12-02T13:04:19.123Z."""
+    """Integer epoch milliseconds as RFC 3339 UTC with milliseconds: 2026-12-02T13:04:19.123Z.
+
+    The records of one batch share their `at`, so the last answer is kept and reused."""
+    global _last_rfc3339
+    last = _last_rfc3339
+    if last[0] == ms:
+        return last[1]
     seconds, millis = divmod(ms, 1000)
-    return f"{_second(seconds)}.{millis:03d}Z"
+    text = f"{_second(seconds)}.{millis:03d}Z"
+    _last_rfc3339 = (ms, text)
+    return text
+
+
+_last_rfc3339: tuple[int, str] = (-1, "")
 
 
 @lru_cache(maxsize=4096)
@@ -50,21 +61,28 @@ def is_public(record: dict[str, Any], transcript_length_before: int) -> bool:
     return kind == "transcript_changed" and record["start"] < transcript_length_before
 
 
-def to_event(record: dict[str, Any], transcript_length_before: int) -> dict[str, Any] | None:
+def to_event(
+    record: dict[str, Any], transcript_length_before: int, *, owned: bool = False
+) -> dict[str, Any] | None:
     """The Event `{sequence, kind, at, data, origin?}` for a record, or None when private.
 
     `transcript_length_before` is the saved transcript length just before this record: it
     decides whether a `transcript_changed` record replaces items (public) or only appends.
+    `owned=True` lets the Event take the record itself as its `data` (the envelope keys are
+    removed from it): page reads decode each record only for its Event, so copying it would
+    be wasted work.
     """
     kind = record["kind"]
     if kind in PUBLIC_RECORDS:
-        data = {k: v for k, v in record.items() if k not in _ENVELOPE}
-        return {
-            "sequence": record["seq"],
-            "kind": kind,
-            "at": rfc3339_ms(record["at"]),
-            "data": data,
-        }
+        if owned:
+            seq = record.pop("seq")
+            at = record.pop("at")
+            del record["kind"]
+            data = record
+        else:
+            seq, at = record["seq"], record["at"]
+            data = {k: v for k, v in record.items() if k not in _ENVELOPE}
+        return {"sequence": seq, "kind": kind, "at": rfc3339_ms(at), "data": data}
     if kind == "extension_event":
         event = {
             "sequence": record["seq"],

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from brain.journal.checkpoint import load_valid_checkpoint, seek_point
 from brain.journal.errors import CorruptJournal, InvalidRecord
 from brain.journal.events import to_event
+from brain.journal.frames import FLAG_END_OF_BATCH, FRAME_HEADER_SIZE
 from brain.journal.projection import Projection, ProjectionBuilder
 from brain.journal.segments import (
     Cursor,
@@ -144,15 +145,27 @@ class SessionReader:
             return None, exc
 
     def _page(self, after: int, limit: int) -> dict[str, Any]:
+        # The loop of `_events`, inlined: a page is the web layer's most frequent large read.
         events: list[dict[str, Any]] = []
         size = 0
         has_more = False
-        for frame, event in self._events(after):
-            if len(events) >= limit or (events and size + frame.size > PAGE_BYTES):
+        cursor, length = self._seek(after + 1)
+        for frame in JournalScan(self.journal_dir, cursor):
+            record = frame.record
+            before = length
+            if record["kind"] == "transcript_changed":
+                length = record["length"]
+            if frame.seq <= after:
+                continue
+            event = to_event(record, before, owned=True)
+            if event is None:
+                continue
+            frame_size = FRAME_HEADER_SIZE + len(frame.payload)
+            if len(events) >= limit or (events and size + frame_size > PAGE_BYTES):
                 has_more = True
                 break
             events.append(event)
-            size += frame.size
+            size += frame_size
         next_after = events[-1]["sequence"] if events else max(after, 0)
         return {"events": events, "next_after": next_after, "has_more": has_more}
 
@@ -175,7 +188,7 @@ class SessionReader:
                 length = record["length"]
             if frame.seq <= after:
                 continue
-            event = to_event(record, before)
+            event = to_event(record, before, owned=True)
             if event is not None:
                 yield frame, event
 
@@ -222,11 +235,11 @@ class EventFollower:
             before = length
             if record["kind"] == "transcript_changed":
                 length = record["length"]
-            if frame.header.end_of_batch:
+            if frame.flags & FLAG_END_OF_BATCH:
                 self._resume = (Cursor(frame.segment, frame.end, frame.seq + 1), length)
             if frame.seq <= self.after:
                 continue
-            event = to_event(record, before)
+            event = to_event(record, before, owned=True)
             self.after = frame.seq
             if event is not None:
                 yield event

@@ -18,14 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cbor2
+
 from brain.journal.errors import CorruptJournal, JournalError, JournalNotFound
 from brain.journal.frames import (
+    FLAG_END_OF_BATCH,
+    FRAME_HEADER,
     FRAME_HEADER_SIZE,
+    HEADER_CRC_SPAN,
+    KNOWN_FLAGS,
+    MAX_PAYLOAD,
     SEGMENT_HEADER_SIZE,
     FrameHeader,
     crc32c,
     decode_frame_header,
-    decode_record,
     decode_segment_header,
     encode_segment_header,
 )
@@ -56,17 +62,37 @@ class Cursor:
     seq: int
 
 
-@dataclass(slots=True)
 class Frame:
-    segment: int
-    offset: int
-    header: FrameHeader
-    payload: bytes
-    record: dict[str, Any] | None = None
+    """One checked frame: where it is, its header fields, its payload and (when the scan
+    decodes) its record. A plain slotted class: the scanner makes one per frame read."""
+
+    __slots__ = ("segment", "offset", "seq", "flags", "payload_crc", "payload", "record")
+
+    def __init__(
+        self,
+        segment: int,
+        offset: int,
+        seq: int,
+        flags: int,
+        payload_crc: int,
+        payload: bytes,
+        record: dict[str, Any] | None = None,
+    ) -> None:
+        self.segment = segment
+        self.offset = offset
+        self.seq = seq
+        self.flags = flags
+        self.payload_crc = payload_crc
+        self.payload = payload
+        self.record = record
 
     @property
-    def seq(self) -> int:
-        return self.header.seq
+    def header(self) -> FrameHeader:
+        return FrameHeader(len(self.payload), self.flags, self.seq, self.payload_crc)
+
+    @property
+    def end_of_batch(self) -> bool:
+        return bool(self.flags & FLAG_END_OF_BATCH)
 
     @property
     def size(self) -> int:
@@ -75,6 +101,9 @@ class Frame:
     @property
     def end(self) -> int:
         return self.offset + FRAME_HEADER_SIZE + len(self.payload)
+
+    def __repr__(self) -> str:
+        return f"<Frame seq={self.seq} segment={self.segment} offset={self.offset}>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,16 +295,18 @@ class JournalScan:
     def _frames(
         self, fd: int, path: Path, segment: int, size: int, pos: int, expected: int, final: bool
     ) -> Iterator[Frame]:
+        # The hot loop of every open and every page read: header checks are inlined (the
+        # rules are those of `decode_frame_header` and `decode_record`) and names are local.
         buf = b""
         buf_at = pos
         batch: list[Frame] = []
         batch_start = pos
         decode = self.decode
         hsize = FRAME_HEADER_SIZE
+        span = HEADER_CRC_SPAN
+        unpack, checksum, loads = FRAME_HEADER.unpack_from, crc32c, cbor2.loads
         problem = None
-        while True:
-            if pos == size:
-                break
+        while pos != size:
             if size - pos < hsize:
                 problem = ("incomplete", f"incomplete frame header ({size - pos} bytes)")
                 break
@@ -286,22 +317,26 @@ class JournalScan:
                 if len(buf) < hsize:  # the file shrank under us: a concurrent truncation
                     problem = ("incomplete", "file shrank while reading")
                     break
-            header = decode_frame_header(buf, rel)
-            if header is None:
+            length, flags, reserved, seq, payload_crc, header_crc = unpack(buf, rel)
+            if (
+                checksum(buf[rel : rel + span]) != header_crc
+                or flags & ~KNOWN_FLAGS
+                or reserved
+                or length > MAX_PAYLOAD
+            ):
                 if _zeroed_from_sector(fd, pos, pos + hsize, size, 1):
                     problem = ("incomplete", "zero-filled tail")
                 else:
                     problem = ("corrupt", "frame header checksum mismatch")
                 break
-            if header.seq != expected:
-                problem = ("corrupt", f"sequence gap: expected {expected}, found {header.seq}")
+            if seq != expected:
+                problem = ("corrupt", f"sequence gap: expected {expected}, found {seq}")
                 break
-            end = pos + hsize + header.length
+            end = pos + hsize + length
             if end > size:
                 problem = (
                     "incomplete",
-                    f"incomplete frame ({header.length}-byte payload, "
-                    f"{size - pos - hsize} present)",
+                    f"incomplete frame ({length}-byte payload, {size - pos - hsize} present)",
                 )
                 break
             if end - buf_at > len(buf):
@@ -310,24 +345,32 @@ class JournalScan:
                 if len(buf) < end - pos:
                     problem = ("incomplete", "file shrank while reading")
                     break
-            payload = buf[rel + hsize : rel + hsize + header.length]
-            if crc32c(payload) != header.payload_crc:
+            payload = buf[rel + hsize : rel + hsize + length]
+            if checksum(payload) != payload_crc:
                 if _zeroed_from_sector(fd, pos, end, size, MIN_ZERO_RUN):
                     problem = ("incomplete", "torn frame (zeroed sector)")
                 else:
                     problem = ("corrupt", "payload checksum mismatch")
                 break
-            frame = Frame(segment, pos, header, payload)
+            frame = Frame(segment, pos, seq, flags, payload_crc, payload)
             if decode:
-                record = decode_record(payload)
-                if record is None or record["seq"] != header.seq:
+                try:
+                    record = loads(payload)
+                except Exception:
+                    record = None
+                if (
+                    record.__class__ is not dict
+                    or record.get("seq") != seq
+                    or record.get("kind").__class__ is not str
+                    or record.get("at").__class__ is not int
+                ):
                     problem = ("corrupt", "checksummed payload is not a valid record")
                     break
                 frame.record = record
             batch.append(frame)
             pos = end
             expected += 1
-            if header.end_of_batch:
+            if flags & FLAG_END_OF_BATCH:
                 self.frames += len(batch)
                 self.batches += 1
                 self.bytes += pos - batch_start

@@ -36,6 +36,7 @@ from brain.journal.frames import (
     FRAME_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
     encode_batch,
+    record_encoder,
 )
 from brain.journal.projection import Projection, ProjectionBuilder
 from brain.journal.segments import (
@@ -81,6 +82,7 @@ class JournalWriter:
         self._broken: BaseException | None = None
         self._clock: Callable[[], int] = _now_ms
         self._checkpoint_path: Path | None = None
+        self._encode = record_encoder()  # this writer's thread only, like the writer
 
     # --- open and recovery ---------------------------------------------------------------------
 
@@ -240,15 +242,14 @@ class JournalWriter:
             kind = fields.get("kind") if isinstance(fields, dict) else None
             if kind.__class__ is not str or not kind:
                 raise InvalidRecord("every record needs a non-empty string kind")
-            record = {"seq": seq, "kind": kind, "at": at}
-            record.update(fields)  # keeps seq, kind, at first; fields cannot choose them:
-            record["seq"] = seq
-            record["at"] = at
+            if "seq" in fields or "at" in fields:  # fields cannot choose them
+                fields = {k: v for k, v in fields.items() if k not in _RESERVED}
+            record = {"seq": seq, "kind": kind, "at": at, **fields}
             if kind == "transcript_changed":
                 length = _check_delta(record, length)
             committed.append(record)
             seq += 1
-        data, offsets, last_crc = encode_batch(committed)
+        data, offsets, last_crc = encode_batch(committed, self._encode)
         if self._size > SEGMENT_HEADER_SIZE and self._size + len(data) > self.segment_bytes:
             self._roll(first)
         base = self._size
@@ -264,16 +265,25 @@ class JournalWriter:
             raise WriterBroken(
                 f"{self.journal_dir}: write failed ({exc}); the journal must be reopened"
             ) from exc
-        for i, offset in enumerate(offsets):
-            if (first + i - 1) % INDEX_STRIDE == 0 or base + offset == SEGMENT_HEADER_SIZE:
-                before = _length_before(committed, i, self._transcript_length)
-                self._index.append(SeekPoint(first + i, self._segment, base + offset, before))
+        self._add_seek_points(committed, first, base, offsets)
         self._last_frame = (self._segment, base + offsets[-1], last_crc)
         self._size = base + len(data)
         self.last_seq = seq - 1
         self._last_at = at
         self._transcript_length = length
         return committed
+
+    def _add_seek_points(
+        self, committed: list[dict[str, Any]], first: int, base: int, offsets: list[int]
+    ) -> None:
+        """Index the frames that start a stride of INDEX_STRIDE sequences (found by
+        arithmetic, not a test per frame) and a frame that starts a segment."""
+        wanted: range | list[int] = range(-(first - 1) % INDEX_STRIDE, len(offsets), INDEX_STRIDE)
+        if base == SEGMENT_HEADER_SIZE and 0 not in wanted:
+            wanted = [0, *wanted]
+        for i in wanted:
+            before = _length_before(committed, i, self._transcript_length)
+            self._index.append(SeekPoint(first + i, self._segment, base + offsets[i], before))
 
     def _roll(self, first_seq: int) -> None:
         try:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from brain.errors import (
     IdempotencyAmbiguous,
@@ -36,6 +37,7 @@ from brain.errors import (
 FILENAME = "idempotency.sqlite3"
 OPERATIONS = frozenset({"create", "send", "submit", "cancel", "end", "delete"})
 MAX_KEY_LENGTH = 255
+T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
 MAX_BUSY_NAP_SECS = 0.002
 SWEEP_BATCH = 500
@@ -405,7 +407,15 @@ class IdempotencyStore:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # Switching to WAL takes a lock for which SQLite does not always call its busy
+            # handler: a worker opening while another creates the schema got "database is
+            # locked" at once. The mode is persistent, so it is set only when not yet WAL, and
+            # a busy answer is waited out like any other.
+            mode = _when_not_busy(lambda: conn.execute("PRAGMA journal_mode").fetchone()[0])
+            if str(mode).lower() != "wal":
+                mode = _when_not_busy(
+                    lambda: conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                )
             if str(mode).lower() != "wal":
                 raise RuntimeError(f"SQLite refused WAL mode for the idempotency store ({mode})")
             conn.execute("PRAGMA synchronous = FULL")
@@ -435,12 +445,17 @@ def _begin_immediate(conn: sqlite3.Connection) -> None:
     with four workers). `time.sleep` is a yield under gevent, and the short capped naps keep the
     wait fair. SQLite's own handler is therefore off outside `_open` (see there).
     """
+    _when_not_busy(lambda: conn.execute("BEGIN IMMEDIATE"))
+
+
+def _when_not_busy(statement: Callable[[], T]) -> T:
+    """Run `statement`, retrying while SQLite answers SQLITE_BUSY, with short jittered naps
+    that yield under gevent, for at most BUSY_TIMEOUT_MS; other errors raise at once."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     nap = 0.0001
     while True:
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            return
+            return statement()
         except sqlite3.OperationalError as exc:
             busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
             if not busy or time.monotonic() > deadline:

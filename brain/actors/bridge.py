@@ -14,7 +14,9 @@ import socket
 import threading
 from typing import Any
 
-from thespian.actors import ActorTypeDispatcher, ThespianWatch
+from thespian.actors import ThespianWatch
+
+from brain.actors.trace import TracedDispatcher
 
 
 class ThreadBridge:
@@ -53,7 +55,7 @@ class ThreadBridge:
         self._writer.close()
 
 
-class BridgedActor(ActorTypeDispatcher):
+class BridgedActor(TracedDispatcher):
     """An actor whose threads report back through a ThreadBridge.
 
     `receiveMessage` returns the bridge's watch after every message, also when a handler

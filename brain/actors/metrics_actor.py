@@ -10,15 +10,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from thespian.actors import ActorTypeDispatcher
-
 from brain.actors.messages import MetricsReport, MetricsScrape
+from brain.actors.trace import TracedDispatcher
 from brain.metrics import MetricState, render
 
 GAUGE_STALE_SECS = 30.0
 
 
-class MetricsActor(ActorTypeDispatcher):
+class MetricsActor(TracedDispatcher):
+    trace_name = "metrics"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.state = MetricState()

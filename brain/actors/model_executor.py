@@ -15,7 +15,6 @@ from typing import Any
 
 from brain.actors.bridge import ExecutorActor
 from brain.actors.messages import ModelCallDone, RunModelCall
-from brain.actors.trace import trace_message
 from brain.live import LivePublisher
 from brain.settings import Settings
 
@@ -24,13 +23,13 @@ log = logging.getLogger(__name__)
 
 class ModelExecutor(ExecutorActor):
     thread_prefix = "model"
+    trace_name = "model_executor"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.live = LivePublisher(Settings.from_env().data_path)
 
     def receiveMsg_RunModelCall(self, msg: RunModelCall, sender: Any) -> None:
-        trace_message("model_executor", msg)
         self.start_effect(msg)
 
     def run(self, msg: RunModelCall, cancel: threading.Event) -> ModelCallDone:

@@ -14,10 +14,10 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from thespian.actors import ActorExitRequest, ActorTypeDispatcher, ChildActorExited
+from thespian.actors import ActorExitRequest, ChildActorExited
 
 from brain.actors.messages import Delivered, ReleaseMe, Services, ToSession
-from brain.actors.trace import trace_message
+from brain.actors.trace import TracedDispatcher
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,9 @@ class SessionSlot:
     queued: list[tuple[ToSession, Any]] = field(default_factory=list)
 
 
-class Registry(ActorTypeDispatcher):
+class Registry(TracedDispatcher):
+    trace_name = "registry"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._slots: dict[str, SessionSlot] = {}
@@ -40,7 +42,6 @@ class Registry(ActorTypeDispatcher):
         self._services = dict(msg.addresses)
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
-        trace_message("registry", msg)
         slot = self._slots.get(msg.session_id)
         if slot is not None and slot.exiting:
             # One actor per session at a time: the next one waits until this one has exited.

@@ -46,7 +46,6 @@ from brain.actors.messages import (
     ToolCallDone,
     TurnDeadline,
 )
-from brain.actors.trace import trace_message
 from brain.actors.turn import (
     ActivationFinished,
     ActiveTurn,
@@ -58,6 +57,7 @@ from brain.actors.turn import (
 from brain.journal import CorruptJournal, JournalWriter, SessionReader, fold
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
+from brain.sessions.environments import environments_set_up
 from brain.sessions.extension_events import EventRefused, check_event, extension_record
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.transcript_diff import context_delta, transcript_delta
@@ -98,7 +98,8 @@ def agentloop_runtime(settings: Settings) -> Any:
 
 
 def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str, Any],
-                      host_call: Any, deadline: float | None) -> dict[str, Any]:
+                      host_call: Any, deadline: float | None,
+                      stopper: Any = None) -> dict[str, Any]:
     """Run the Agentloop recorded at creation, refusing a module file changed since then."""
     from brain.agentloop import AgentloopError
 
@@ -114,10 +115,12 @@ def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str
                              f"Agentloop {agentloop['name']!r} changed since the session was "
                              f"created (recorded sha256 {recorded[:12]}…, file now "
                              f"{current[:12]}…); create a new session to use the new module")
-    return runtime.activate(agentloop["path"], payload, host_call, deadline)
+    return runtime.activate(agentloop["path"], payload, host_call, deadline, stopper)
 
 
 class SessionActor(BridgedActor):
+    trace_name = "session"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
@@ -138,7 +141,6 @@ class SessionActor(BridgedActor):
     # --- dispatch ---------------------------------------------------------------------------
 
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
-        trace_message("session", msg)
         self.handled += 1
         self.registry = sender
         self.session_id = msg.session_id
@@ -165,6 +167,11 @@ class SessionActor(BridgedActor):
                           type(msg.command).__name__)
             self._reply(msg.reply_to, msg.request_id,
                         error=errors.Internal("internal error"))
+        if self.turn is None and self.phase is None and not self.waiting_ends:
+            # Nothing left running: every command, answered or refused, ends in the session's
+            # idle rule (release now, after a TTL, or never), so a refused message cannot
+            # leave an actor resident for good.
+            self._schedule_release()
         self._release_if_idle()
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
@@ -176,7 +183,6 @@ class SessionActor(BridgedActor):
         self._release_if_idle()
 
     def receiveMsg_ModelCallDone(self, msg: ModelCallDone, sender: Any) -> None:
-        trace_message("session", msg)
         waiter = self._take_waiter(msg.started)
         if waiter is None:
             return
@@ -195,7 +201,6 @@ class SessionActor(BridgedActor):
                                                   "message": error["message"]}})
 
     def receiveMsg_ToolCallDone(self, msg: ToolCallDone, sender: Any) -> None:
-        trace_message("session", msg)
         waiter = self._take_waiter(msg.started)
         if waiter is None:
             return
@@ -212,6 +217,7 @@ class SessionActor(BridgedActor):
                 size = check_event(event.get("kind"), event.get("data"), self.turn.emitted_bytes,
                                    self.settings.max_emitted_bytes)
             except EventRefused as exc:
+                self._note_refusal(exc)
                 refused.append({"kind": event.get("kind"), "code": exc.code,
                                 "message": exc.message})
                 continue
@@ -327,12 +333,16 @@ class SessionActor(BridgedActor):
         self._checkpoint()
         self._reply(msg.reply_to, msg.request_id, body=self._view())
         self._schedule_release()
+        self._answer_waiting_ends()  # an end that arrived during setup runs now
 
     # --- Environment phases -----------------------------------------------------------------
 
-    def _begin_environment_phase(self, op: str, msg: Delivered) -> bool:
-        """Journal `op` for every Environment, then send them; False when there are none."""
-        environments = self.projection.config.get("environments", [])
+    def _begin_environment_phase(self, op: str, msg: Delivered,
+                                 only: set[str] | None = None) -> bool:
+        """Journal `op` for every Environment (or those named in `only`), then send them;
+        False when there are none."""
+        environments = [env for env in self.projection.config.get("environments", [])
+                        if only is None or env["name"] in only]
         if not environments:
             return False
         started = self._commit([{"kind": "environment_op_started", "environment": env["name"],
@@ -345,7 +355,6 @@ class SessionActor(BridgedActor):
         return True
 
     def receiveMsg_EnvironmentOpDone(self, msg: EnvironmentOpDone, sender: Any) -> None:
-        trace_message("session", msg)
         phase = self.phase
         if phase is None or msg.started not in phase.waiting:
             log.warning("session %s: environment outcome no longer awaited: %s",
@@ -384,9 +393,12 @@ class SessionActor(BridgedActor):
         ])
         max_secs = self.settings.max_turn_secs
         deadline = time.monotonic() + max_secs if max_secs else None
+        from brain.agentloop import ActivationStopper
+
+        stopper = ActivationStopper()
         self.turn = ActiveTurn(sequence=turn_seq, activation=turn_seq + 1, mode=command.mode,
                                reply_to=msg.reply_to if command.mode == "send" else None,
-                               request_id=msg.request_id)
+                               request_id=msg.request_id, stopper=stopper)
         self.release_wanted = False
         if max_secs:
             self.wakeupAfter(float(max_secs), TurnDeadline(turn_seq))
@@ -408,7 +420,8 @@ class SessionActor(BridgedActor):
         runtime = agentloop_runtime(self.settings)
         start_activation(
             self.bridge,
-            lambda host_call: activate_recorded(runtime, agentloop, payload, host_call, deadline),
+            lambda host_call: activate_recorded(runtime, agentloop, payload, host_call, deadline,
+                                                stopper),
             turn_seq,
         )
 
@@ -465,7 +478,8 @@ class SessionActor(BridgedActor):
             raise errors.SessionActive("end the session before deleting it")
         if self.phase is not None:
             raise errors.SessionBusy("an Environment operation is in flight")
-        if not self._begin_environment_phase("teardown", msg):
+        set_up = environments_set_up(self.session_dir / "journal")
+        if not self._begin_environment_phase("teardown", msg, only=set_up):
             self._finish_delete(msg, [])
 
     def _finish_delete(self, msg: Delivered, failures: list[str]) -> None:
@@ -645,11 +659,19 @@ class SessionActor(BridgedActor):
             size = check_event(kind, data, self.turn.emitted_bytes,
                                self.settings.max_emitted_bytes)
         except EventRefused as exc:
+            self._note_refusal(exc)
             return _host_error(exc.code, exc.message)
         self.turn.emitted_bytes += size
         [record] = self._commit([extension_record(kind, data, "agentloop",
                                                   self.turn.activation)])
         return {"sequence": record["seq"]}
+
+    def _note_refusal(self, refused: EventRefused) -> None:
+        """Over the emit budget is a turn error (contract: `emit_limit`), as the model-call
+        limit is: the Event is refused now and the turn fails with it, whatever the loop does."""
+        if refused.code == "emit_limit" and self.turn is not None \
+                and self.turn.forced_error is None:
+            self.turn.forced_error = {"code": "emit_limit", "message": refused.message}
 
     def _offered_tools(self, requested: Any) -> list[dict[str, Any]]:
         configured = {tool["name"]: tool for tool in self.projection.config.get("tools", [])}
@@ -679,6 +701,8 @@ class SessionActor(BridgedActor):
         if turn is None or turn.stop_reason is not None:
             return
         turn.stop_reason = reason
+        if reason == "cancelled" and turn.stopper is not None:
+            turn.stopper.stop()  # a guest computing on its own is stopped too, not only effects
         for started, kind in list(turn.pending_kinds.items()):
             self.send(self._executor(kind), CancelEffect(self.session_id, started))
         self.wakeupAfter(CANCEL_GRACE_SECS, CancelGrace(turn.sequence))

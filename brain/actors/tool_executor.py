@@ -13,7 +13,6 @@ from typing import Any
 
 from brain.actors.bridge import ExecutorActor
 from brain.actors.messages import RunToolCall, ToolCallDone
-from brain.actors.trace import trace_message
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -21,13 +20,13 @@ log = logging.getLogger(__name__)
 
 class ToolExecutor(ExecutorActor):
     thread_prefix = "tool"
+    trace_name = "tool_executor"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
 
     def receiveMsg_RunToolCall(self, msg: RunToolCall, sender: Any) -> None:
-        trace_message("tool_executor", msg)
         self.start_effect(msg)
 
     def run(self, msg: RunToolCall, cancel: threading.Event) -> ToolCallDone:

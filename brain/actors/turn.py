@@ -75,6 +75,7 @@ class ActiveTurn:
     pending_kinds: dict[int, str] = field(default_factory=dict)  # started → "model_call"|...
     emitted_bytes: int = 0
     stop_reason: str | None = None  # "cancelled" or "timeout" once Brain is stopping the turn
+    stopper: Any = None  # the activation's ActivationStopper: a cancel stops the guest itself
 
     def stopping_error(self) -> dict[str, Any] | None:
         if self.stop_reason == "timeout":

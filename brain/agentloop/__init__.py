@@ -10,8 +10,14 @@ from pathlib import Path
 
 from brain.agentloop.errors import AgentloopError
 from brain.agentloop.modules import load_module_info
-from brain.agentloop.runtime import AgentloopRuntime
+from brain.agentloop.runtime import ActivationStopper, AgentloopRuntime
 
 DEFAULT_AGENTLOOP = Path(__file__).with_name("default.wasm")
 
-__all__ = ["AgentloopRuntime", "AgentloopError", "load_module_info", "DEFAULT_AGENTLOOP"]
+__all__ = [
+    "ActivationStopper",
+    "AgentloopRuntime",
+    "AgentloopError",
+    "load_module_info",
+    "DEFAULT_AGENTLOOP",
+]

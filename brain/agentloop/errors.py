@@ -4,13 +4,15 @@ from __future__ import annotations
 
 AGENTLOOP_ERROR = "agentloop_error"
 TURN_TIMEOUT = "turn_timeout"
+CANCELLED = "cancelled"
 
 
 class AgentloopError(Exception):
     """An activation that could not produce a result.
 
     `code` is `agentloop_error` (the loop trapped, broke the ABI, ran out of memory, returned
-    something that is not a result) or `turn_timeout` (the deadline passed). `message` is
+    something that is not a result), `turn_timeout` (the deadline passed) or `cancelled` (the
+    host stopped it through its `ActivationStopper`). `message` is
     written for the loop's author: it names what the guest did and where.
     """
 
@@ -30,3 +32,7 @@ def loop_error(message: str) -> AgentloopError:
 
 def timeout_error(message: str) -> AgentloopError:
     return AgentloopError(TURN_TIMEOUT, message)
+
+
+def cancelled_error(message: str) -> AgentloopError:
+    return AgentloopError(CANCELLED, message)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from typing import Any
 import wasmtime
 
 from brain.agentloop import abi
-from brain.agentloop.errors import AgentloopError, loop_error, timeout_error
+from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
 from brain.agentloop.memory import GuestMemory, as_u32, check_range
 
 log = logging.getLogger(__name__)
@@ -46,20 +47,49 @@ class Activation:
     max_payload_bytes: int
     memory_limit_bytes: int
     deadline: float | None
-    rearm: Callable[[], None]
+    arm: Callable[[], int]  # arms the store for the deadline; returns the epoch it traps at
+    advance_to: Callable[[int], bool]  # traps the stores armed up to an epoch now
     memory: wasmtime.Memory | None = None
     alloc: wasmtime.Func | None = None
     failure: BaseException | None = field(default=None)
     calls: int = 0
+    cancelled: bool = False
+    armed_epoch: int = 0
+    _arming: threading.Lock = field(default_factory=threading.Lock)
 
     def stop(self, failure: BaseException) -> StopActivation:
         if self.failure is None:
             self.failure = failure
         return StopActivation()
 
+    def rearm(self) -> None:
+        """Arm the store again (time spent in the host counted against it), unless cancelled:
+        a cancelled store keeps the epoch it is being advanced to."""
+        with self._arming:
+            if not self.cancelled:
+                self.armed_epoch = self.arm()
+
+    def cancel(self) -> None:
+        """From any thread: stop this activation now. A guest computing on its own traps at
+        once (its armed epoch is advanced to); a guest in a host call stops when the call
+        returns. With no turn deadline the store is armed too far away to advance to, and
+        the guest stops at its next host call."""
+        with self._arming:
+            self.cancelled = True
+            armed = self.armed_epoch
+        self.advance_to(armed)
+
     def check_deadline(self, when: str) -> None:
+        if self.cancelled:
+            raise self.stop(cancelled_error(f"the turn was cancelled {when}"))
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise self.stop(timeout_error(f"the turn deadline passed {when}"))
+
+    def interrupted(self, where: str) -> AgentloopError:
+        """The error for an epoch trap: the cancellation when there was one, else the deadline."""
+        if self.cancelled:
+            return cancelled_error(f"the Agentloop was stopped by cancellation {where}")
+        return timeout_error(f"the Agentloop was stopped at the turn deadline {where}")
 
     def write_buffer(self, view: GuestMemory, caller: Any, data: bytes, what: str) -> int:
         """Copy data into a fresh guest buffer from brain_alloc; returns its pointer."""
@@ -68,7 +98,7 @@ class Activation:
             ptr = as_u32(self.alloc(caller, len(data)))
         except BaseException as exc:  # a trap; see the module docstring for why so broad
             if isinstance(exc, wasmtime.Trap) and exc.trap_code == wasmtime.TrapCode.INTERRUPT:
-                failure = timeout_error(f"the turn deadline passed in brain_alloc ({what})")
+                failure = self.interrupted(f"in brain_alloc ({what})")
             elif isinstance(exc, wasmtime.Trap):
                 failure = loop_error(f"brain_alloc trapped while allocating {what}: {exc}")
             else:

@@ -10,6 +10,7 @@ stops a guest that keeps calling the host (stack-notes Hazard 7).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -17,10 +18,37 @@ import wasmtime
 
 from brain.agentloop import abi
 from brain.agentloop.engine import current_engine
-from brain.agentloop.errors import AgentloopError, loop_error, timeout_error
+from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
 from brain.agentloop.hostcall import Activation, HostCall, StopActivation, current
 from brain.agentloop.memory import GuestMemory, as_u32
 from brain.agentloop.modules import CompiledModule
+
+
+class ActivationStopper:
+    """Lets another thread cancel one activation, before or while it runs.
+
+    The session actor makes one per turn and calls `stop()` when the turn is cancelled; the
+    activation attaches itself when it starts, and a stop that came first applies at once.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._activation: Activation | None = None
+        self.requested = False
+
+    def stop(self) -> None:
+        with self._lock:
+            self.requested = True
+            activation = self._activation
+        if activation is not None:
+            activation.cancel()
+
+    def attach(self, activation: Activation) -> None:
+        with self._lock:
+            self._activation = activation
+            requested = self.requested
+        if requested:
+            activation.cancel()
 
 
 class AgentloopRuntime:
@@ -53,12 +81,14 @@ class AgentloopRuntime:
         payload: dict[str, Any],
         host_call: HostCall,
         deadline: float | None,
+        stopper: ActivationStopper | None = None,
     ) -> dict[str, Any]:
         """Run brain_activate(payload) and return the loop's result.
 
         `host_call(request) -> result` serves each brain.call on this thread. If it raises
         AgentloopError the activation ends with that error; any other exception becomes an
         `internal` error result for the guest. `deadline` is a time.monotonic() value or None.
+        `stopper`, when given, can cancel the activation from another thread (code `cancelled`).
         Returns `{"status": "completed", "output"}` or `{"status": "failed", "error": {code,
         message}}`; raises AgentloopError otherwise.
         """
@@ -72,6 +102,8 @@ class AgentloopRuntime:
             )
         if deadline is not None and time.monotonic() >= deadline:
             raise timeout_error("the turn deadline passed before the Agentloop started")
+        if stopper is not None and stopper.requested:
+            raise cancelled_error("the turn was cancelled before the Agentloop started")
 
         store = wasmtime.Store(process.engine)
         store.set_limits(memory_size=self.memory_limit_bytes)
@@ -81,9 +113,12 @@ class AgentloopRuntime:
             max_payload_bytes=self.max_payload_bytes,
             memory_limit_bytes=self.memory_limit_bytes,
             deadline=deadline,
-            rearm=lambda: store.set_epoch_deadline(process.deadline_ticks(deadline)),
+            arm=lambda: process.arm(store, deadline),
+            advance_to=process.advance_to,
         )
         activation.rearm()
+        if stopper is not None:
+            stopper.attach(activation)
         token = current.set(activation)
         try:
             with process.running():
@@ -116,7 +151,7 @@ class AgentloopRuntime:
             return activation.failure
         if isinstance(exc, wasmtime.Trap):
             if exc.trap_code == wasmtime.TrapCode.INTERRUPT:
-                return timeout_error("the Agentloop was stopped at the turn deadline")
+                return activation.interrupted("while it was running")
             return loop_error(f"the Agentloop trapped: {exc.message}{self._hint(activation)}")
         if isinstance(exc, wasmtime.WasmtimeError):
             return loop_error(f"the Agentloop could not run: {exc}{self._hint(activation)}")
@@ -175,4 +210,4 @@ def check_result(result: Any) -> dict[str, Any]:
     raise loop_error(f'brain_activate returned status {status!r}; expected "completed" or "failed"')
 
 
-__all__ = ["AgentloopRuntime", "AgentloopError", "check_result"]
+__all__ = ["ActivationStopper", "AgentloopRuntime", "AgentloopError", "check_result"]

@@ -172,16 +172,14 @@ def test_extension_events_carry_brain_assigned_origin(env) -> None:  # type: ign
     out = run_script(server, sid, [
         {"op": "events.emit", "kind": "plan", "data": {"origin": {"kind": "tool", "sequence": 1}}},
         {"op": "events.emit", "kind": "turn_ended", "data": {}},
-        {"op": "events.emit", "kind": "big", "data": "x" * 400},
         {"op": "tools.call", "calls": [{"name": "emitter", "input": {
             "events": [{"kind": "progress", "data": {"pct": 50}}]}}]},
         {"op": "tools.call", "calls": [{"name": "nope", "input": {}}]},
     ])
     assert isinstance(out[0]["sequence"], int)
     assert out[1]["error"]["code"] == "invalid_request"  # a reserved name
-    assert out[2]["error"]["code"] == "emit_limit"  # over BRAIN_MAX_EMITTED_BYTES
-    assert out[3]["results"][0]["outcome"] == "ok"
-    assert out[4]["error"]["code"] == "invalid_request"  # an unconfigured tool
+    assert out[2]["results"][0]["outcome"] == "ok"
+    assert out[3]["error"]["code"] == "invalid_request"  # an unconfigured tool
     events = server.events(sid)
     activation = next(e for e in events if e["kind"] == "activation_started")
     tool_started = [e for e in events if e["kind"] == "tool_call_started"]
@@ -191,8 +189,31 @@ def test_extension_events_carry_brain_assigned_origin(env) -> None:  # type: ign
     assert plan["data"] == {"origin": {"kind": "tool", "sequence": 1}}  # payload, not origin
     progress = next(e for e in events if e["kind"] == "progress")
     assert progress["origin"] == {"kind": "tool", "sequence": tool_started[0]["sequence"]}
-    assert not any(e["kind"] in ("big",) for e in events)
     assert [e["kind"] for e in events].count("turn_ended") == 1
+
+
+def test_over_the_emit_budget_the_turn_fails_with_emit_limit(env) -> None:  # type: ignore[no-untyped-def]
+    """The refused Event commits nothing, the loop hears emit_limit, the turn fails with it, and
+    kv written before (and after) the refusal stays: kv is durable independently of the turn."""
+    server, _, _ = env
+    sid = server.create_session(agentloop="script", tools=["emitter"])["id"]
+    script = [
+        {"op": "kv.put", "key": "before", "value": 1},
+        {"op": "events.emit", "kind": "fits", "data": "x" * 100},
+        {"op": "events.emit", "kind": "big", "data": "x" * 400},
+        {"op": "kv.put", "key": "after", "value": 2},
+    ]
+    result = server.send(sid, json.dumps(script))
+    assert result["status"] == "failed"
+    assert result["error"]["code"] == "emit_limit", result
+    events = server.events(sid)
+    kinds = [e["kind"] for e in events]
+    assert "fits" in kinds and "big" not in kinds
+    assert kinds[-1] == "turn_failed"
+    # the next turn sees both keys: they were committed whatever became of the turn
+    out = run_script(server, sid, [{"op": "kv.read", "key": "before"},
+                                   {"op": "kv.read", "key": "after"}])
+    assert out == [{"found": True, "value": 1}, {"found": True, "value": 2}]
 
 
 def test_http_tool_outcomes_and_exactly_one_delivery(env) -> None:  # type: ignore[no-untyped-def]

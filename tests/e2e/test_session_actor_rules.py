@@ -1,0 +1,123 @@
+"""Session actor rules through a real server: cancel stops a computing Agentloop, refused
+commands still release the actor, delete tears down only what was set up, every actor message
+is traced, and the server-wide idle TTL."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agentloop.helpers import compile_guest
+from tests.e2e.test_suspension_and_delete import actor_processes
+from tests.support.server import BrainServer, configured
+from tests.support.waiting import wait_for
+
+TURN_SECS = 60  # far away: only the cancel can end the spinning turn quickly
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[BrainServer]:
+    spin = compile_guest("spin", tmp_path / "guests")
+    s = configured(
+        tmp_path,
+        f'[agentloops.spin]\npath = "{spin}"\n'
+        '[environments.remote]\nkind = "host"\n',
+        {"BRAIN_MAX_TURN_SECS": str(TURN_SECS), "BRAIN_TRACE": str(tmp_path / "trace.jsonl")},
+    )
+    try:
+        yield s.start()
+    finally:
+        s.kill()
+
+
+def trace_lines(tmp_path: Path) -> list[dict]:
+    path = tmp_path / "trace.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_cancel_stops_an_agentloop_computing_on_its_own(
+    server: BrainServer, tmp_path: Path
+) -> None:
+    sid = server.create_session(agentloop="spin")["id"]
+    answer: dict = {}
+    sender = threading.Thread(target=lambda: answer.update(server.send(sid, "spin")), daemon=True)
+    sender.start()
+    wait_for(lambda: any(e["kind"] == "activation_started" for e in server.events(sid)),
+             timeout=20, what="the activation to start")
+    time.sleep(0.3)  # the guest is computing now, making no host calls
+    cancelled_at = time.monotonic()
+    receipt = server.request("POST", f"/v1/sessions/{sid}/cancel")
+    assert receipt.status_code == 202
+    sender.join(timeout=30)
+    assert not sender.is_alive()
+    assert time.monotonic() - cancelled_at < 10  # not the 60 s turn deadline
+    assert answer["status"] == "failed" and answer["error"]["code"] == "cancelled"
+    kinds = [e["kind"] for e in server.events(sid)]
+    assert kinds[-3:] == ["cancel_requested", "activation_failed", "turn_failed"]
+    failed = server.events(sid)[-2]
+    assert failed["data"]["error"]["code"] == "cancelled"
+    assert server.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle"
+    # every actor message is traced, the cancel and the bridge's wake-ups included
+    lines = trace_lines(tmp_path)
+    commands = {line.get("command") for line in lines if line["message"] == "Delivered"}
+    assert {"CreateSession", "StartTurn", "CancelTurn"} <= commands
+    messages = {(line["actor"], line["message"]) for line in lines}
+    assert ("session", "WatchMessage") in messages
+    assert ("registry", "ReleaseMe") in messages
+    assert ("registry", "ChildActorExited") in messages
+
+
+def test_refused_commands_do_not_leave_the_actor_resident(server: BrainServer) -> None:
+    warm = server.create_session()["id"]
+    server.send(warm, "start the executors")
+    time.sleep(0.5)
+    baseline = actor_processes(server)
+    sid = server.create_session()["id"]
+    assert server.request("POST", f"/v1/sessions/{sid}/end").status_code == 200
+    wait_for(lambda: actor_processes(server) == baseline, timeout=15, what="release after end")
+    refused = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "late"})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "session_ended"
+    wait_for(lambda: actor_processes(server) == baseline, timeout=15,
+             what="release after a refused message")
+    again = server.request("POST", f"/v1/sessions/{sid}/end")  # already ended: answered again
+    assert again.status_code == 200
+    idle = server.create_session()["id"]
+    busy = server.request("DELETE", f"/v1/sessions/{idle}")
+    assert busy.status_code == 409 and busy.json()["error"]["code"] == "session_active"
+    wait_for(lambda: actor_processes(server) == baseline, timeout=15,
+             what="release after a refused end and delete")
+
+
+def test_delete_tears_down_only_environments_that_were_set_up(server: BrainServer) -> None:
+    created = server.request("POST", "/v1/sessions", json={"environments": ["remote"]})
+    assert created.status_code == 201
+    session = created.json()
+    assert session["status"] == "failed"  # a host Environment has no host to set it up
+    sid = session["id"]
+    deleted = server.request("DELETE", f"/v1/sessions/{sid}", headers={"Idempotency-Key": "d"})
+    assert deleted.status_code == 204, deleted.text
+    assert server.request("GET", f"/v1/sessions/{sid}").status_code == 404
+
+
+def test_server_wide_idle_ttl_retains_then_releases(tmp_path: Path) -> None:
+    server = configured(tmp_path, "", {"BRAIN_SESSION_IDLE_TTL_MS": "2000"})
+    server.start()
+    try:
+        warm = server.create_session(idle_ttl_ms=1)["id"]  # its own TTL wins over the server's
+        server.send(warm, "start the executors")
+        wait_for(lambda: actor_processes(server) > 0, timeout=10, what="actor system")
+        time.sleep(0.8)
+        baseline = actor_processes(server)
+        sid = server.create_session()["id"]
+        server.send(sid, "turn")
+        time.sleep(0.5)
+        assert actor_processes(server) == baseline + 1  # retained by the server-wide TTL
+        wait_for(lambda: actor_processes(server) == baseline, timeout=15,
+                 what="release when the server-wide TTL ran out")
+    finally:
+        server.kill()

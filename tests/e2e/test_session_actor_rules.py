@@ -5,6 +5,7 @@ is traced, and the server-wide idle TTL."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -119,5 +120,33 @@ def test_server_wide_idle_ttl_retains_then_releases(tmp_path: Path) -> None:
         assert actor_processes(server) == baseline + 1  # retained by the server-wide TTL
         wait_for(lambda: actor_processes(server) == baseline, timeout=15,
                  what="release when the server-wide TTL ran out")
+    finally:
+        server.kill()
+
+
+def test_a_client_that_disconnects_after_acceptance_does_not_cancel_the_turn(
+    tmp_path: Path,
+) -> None:
+    """sessions.md: closing a client after acceptance does not cancel hosted execution."""
+    slow = '[models.slow]\nprovider = "scripted"\nscript = [ { text = "done", delay_ms = 1500 } ]\n'
+    server = configured(tmp_path, slow).start()
+    try:
+        sid = server.create_session(model="slow")["id"]
+        body = json.dumps({"input": "hang up on me"}).encode()
+        host, port = server.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as conn:
+            conn.sendall(
+                f"POST /v1/sessions/{sid}/messages HTTP/1.1\r\nHost: {host}\r\n"
+                f"Authorization: Bearer {server.token}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+            )
+            wait_for(lambda: any(e["kind"] == "model_call_started" for e in server.events(sid)),
+                     timeout=20, what="the turn to be admitted")
+        # the connection is closed now, mid-turn; the turn still runs to its end
+        wait_for(lambda: server.events(sid)[-1]["kind"] == "turn_ended", timeout=20,
+                 what="the turn to end without its client")
+        assert server.request("GET", f"/v1/sessions/{sid}/transcript").json()["messages"][-1][
+            "content"
+        ][0]["text"] == "done"
     finally:
         server.kill()

@@ -1,0 +1,120 @@
+"""A synchronous send that a CancelSignal can cancel.
+
+The product page requires that "the SDK waits for admission before cancelling and waits for any
+issued cancellation request before returning". A cancel that reaches the server before the turn
+is admitted finds the session idle and does nothing (200, sequence null), after which the turn
+would run to completion unnoticed; so the SDK must first observe that the turn exists.
+
+How admission is observed: before sending, the SDK reads the session's `last_sequence` (the
+baseline). The message is sent from a worker thread on its own pooled connection, carrying an
+Idempotency-Key (the caller's or a generated one). When the signal fires, the calling thread
+polls GET /v1/sessions/{id} (which never activates the session) until the session's `turn` has
+a sequence above the baseline, i.e. a turn_started record committed after the send began, or the
+send has returned. If that turn is still running, it POSTs cancel (with its own generated key, so
+a broken connection can safely resend it) and waits for the answer. Then it waits for the send's
+TurnResult, which normally has status failed and error code cancelled, and returns it.
+
+The caller must own the session exclusively while sending (the product page: "use a fresh handle
+for an exclusively owned child"); otherwise another owner's turn could be taken for this one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+from brain.client.errors import BrainClientError, Cancelled, ClientClosed
+from brain.client.keys import new_idempotency_key
+from brain.client.shapes import CancelAnswer, TurnResult, TurnState
+from brain.client.signal import CancelSignal
+
+if TYPE_CHECKING:
+    from brain.client.session import Session
+
+log = logging.getLogger("brain.client")
+
+FIRST_POLL_SECS = 0.02
+MAX_POLL_SECS = 0.5
+WAIT_SLICE_SECS = 1.0
+
+
+class _Outcome:
+    """The worker's answer or exception, handed to the calling thread."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: TurnResult | None = None
+        self.error: BaseException | None = None
+
+    def value(self) -> TurnResult:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+def send_with_signal(session: Session, turn_input: Any, key: str, signal: CancelSignal,
+                     timeout: float | None) -> TurnResult:
+    if signal.cancelled:
+        raise Cancelled("the signal had fired before the message was sent; nothing was sent")
+    baseline = session._fetch_state().get("last_sequence") or 0
+    outcome = _Outcome()
+    wake = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.result = session._post_send(turn_input, key, timeout)
+        except BaseException as exc:  # handed to the caller's thread
+            outcome.error = exc
+        finally:
+            outcome.done.set()
+            wake.set()
+
+    remove = signal.add_callback(wake.set)
+    worker = threading.Thread(target=run, name=f"brain-send-{session.id}", daemon=True)
+    worker.start()
+    cancel: CancelAnswer | None = None
+    try:
+        while not outcome.done.is_set() and not signal.cancelled:
+            wake.wait(WAIT_SLICE_SECS)
+        if not outcome.done.is_set():
+            cancel = _cancel_after_admission(session, baseline, outcome)
+        while not outcome.done.wait(WAIT_SLICE_SECS):
+            pass  # the send's own socket timeouts (or client close) bound this wait
+        worker.join()
+    finally:
+        remove()
+    result = outcome.value()
+    return dataclasses.replace(result, cancel_request=cancel) if cancel else result
+
+
+def _cancel_after_admission(session: Session, baseline: int,
+                            outcome: _Outcome) -> CancelAnswer | None:
+    """Poll until our turn is visible, then cancel it if it still runs; None if not needed."""
+    cancel_key = new_idempotency_key()
+    pause = FIRST_POLL_SECS
+    while not outcome.done.is_set():
+        try:
+            turn = TurnState.from_json(session._fetch_state().get("turn"))
+        except ClientClosed:
+            raise
+        except BrainClientError as exc:
+            log.warning("session %s: reading the session to observe admission failed: %s",
+                        session.id, exc)
+            turn = None
+        if turn is not None and turn.sequence > baseline:
+            if turn.status != "running":
+                return None  # finished already; the send is about to return
+            try:
+                return session._post_cancel(cancel_key)
+            except ClientClosed:
+                raise
+            except BrainClientError as exc:
+                log.warning("session %s: cancelling turn %d failed: %s", session.id,
+                            turn.sequence, exc)
+                return None
+        outcome.done.wait(pause)
+        pause = min(MAX_POLL_SECS, pause * 2)
+    return None

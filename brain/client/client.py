@@ -1,0 +1,136 @@
+"""The entry point: `Brain(base_url, token)`, one client per bearer token.
+
+A client owns its connections. Closing it releases them and makes every later operation on it,
+its Session handles and its streams raise ClientClosed; it sends nothing, so sessions keep
+running, and hosted work accepted before the close still completes. `with_token` builds a
+sibling client with its own connections and lifetime, so an owner can hand a session token to
+code that may close its client without affecting the owner.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Iterator
+from typing import Any
+
+from brain import __version__
+from brain.client.errors import api_error
+from brain.client.keys import check_idempotency_key
+from brain.client.session import Session
+from brain.client.transport import Response, Timeouts, Transport
+
+_NO_BODY = object()
+
+
+class Brain:
+    def __init__(self, base_url: str, token: str, *, timeout: float = 90.0,
+                 connect_timeout: float = 10.0, turn_timeout: float = 1920.0,
+                 stream_timeout: float = 45.0, max_idle_connections: int = 4,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        """`timeout` bounds ordinary socket operations, `turn_timeout` those of send, end and
+        delete (which wait for a turn or teardown), `stream_timeout` the silence tolerated on an
+        SSE stream before reconnecting; see Timeouts."""
+        self.base_url = base_url.rstrip("/")
+        self._options: dict[str, Any] = {
+            "timeout": timeout, "connect_timeout": connect_timeout,
+            "turn_timeout": turn_timeout, "stream_timeout": stream_timeout,
+            "max_idle_connections": max_idle_connections, "ssl_context": ssl_context,
+        }
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
+                   "User-Agent": f"brain-python/{__version__}"}
+        timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
+                            stream=stream_timeout)
+        self._transport = Transport(self.base_url, headers, timeouts,
+                                    max_idle=max_idle_connections, ssl_context=ssl_context)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<Brain {self.base_url} {state}>"  # never the token
+
+    # --- lifetime ---------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._transport.closed
+
+    def close(self) -> None:
+        """Release connections; idempotent. Never interrupts, ends or deletes a session."""
+        self._transport.close()
+
+    def __enter__(self) -> Brain:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def with_token(self, token: str) -> Brain:
+        """A new client for the same server and options, with its own connections and lifetime."""
+        self._check_open()
+        return Brain(self.base_url, token, **self._options)
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def create_session(self, *, agentloop: str | None = None, model: str | None = None,
+                       tools: list[str] | None = None, environments: list[str] | None = None,
+                       transcript: list[dict[str, Any]] | None = None,
+                       idle_ttl_ms: int | None = None, metadata: dict[str, Any] | None = None,
+                       idempotency_key: str | None = None) -> Session:
+        """POST /v1/sessions; every argument left None takes the server's default.
+
+        The body holds only configured names, so retrying with the same key sends the same body.
+        """
+        fields = {"agentloop": agentloop, "model": model, "tools": tools,
+                  "environments": environments, "transcript": transcript,
+                  "idle_ttl_ms": idle_ttl_ms, "metadata": metadata}
+        body = {name: value for name, value in fields.items() if value is not None}
+        state = self._call("POST", "/v1/sessions", body=body,
+                           idempotency_key=idempotency_key).json()
+        return Session(self, state["id"], state)
+
+    def session(self, session_id: str, *, fetch: bool = True) -> Session:
+        """A handle for an existing session, read from the server unless `fetch=False`."""
+        handle = Session(self, session_id)
+        if fetch:
+            handle.refresh()
+        else:
+            self._check_open()
+        return handle
+
+    def sessions(self, status: str | None = None, limit: int | None = None) -> Iterator[Session]:
+        """Every session, newest first, following `next_cursor`; `limit` is the page size."""
+        self._check_open()
+        return self._iter_sessions(status, limit)
+
+    def _iter_sessions(self, status: str | None, limit: int | None) -> Iterator[Session]:
+        cursor = None
+        while True:
+            page = self._call("GET", "/v1/sessions",
+                              query={"status": status, "limit": limit, "cursor": cursor}).json()
+            for state in page["sessions"]:
+                yield Session(self, state["id"], state)
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        self._transport.check_open()
+
+    def _call(self, method: str, path: str, *, query: dict[str, Any] | None = None,
+              body: Any = _NO_BODY, headers: dict[str, str] | None = None,
+              idempotency_key: str | None = None, timeout: float | None = None) -> Response:
+        """One request; any non-2xx answer raises the matching BrainAPIError."""
+        all_headers = dict(headers or {})
+        data = None
+        if body is not _NO_BODY:
+            data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+            all_headers["Content-Type"] = "application/json"
+        if idempotency_key is not None:
+            all_headers["Idempotency-Key"] = check_idempotency_key(idempotency_key)
+        answer = self._transport.request(method, path, query=query, body=data,
+                                         headers=all_headers, timeout=timeout)
+        if not 200 <= answer.status < 300:
+            raise api_error(answer.status, answer.body, answer.headers)
+        return answer

@@ -1,0 +1,171 @@
+"""A handle on one session: its operations, plus state cached from the handle's own answers.
+
+The cached fields (`status`, `last_sequence`, `config`, `turn`, ...) are a snapshot taken when
+this handle last received a Session representation: at creation, `refresh()` and `end()`.
+Sends, submissions, streams and work running on the server never change them, so code that
+reads `.status` sees exactly what it last asked for; call `refresh()` to observe progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from brain.client.cancelling import send_with_signal
+from brain.client.keys import new_idempotency_key
+from brain.client.shapes import (
+    CancelAnswer,
+    Event,
+    EventPage,
+    Receipt,
+    Transcript,
+    TurnResult,
+    TurnState,
+)
+from brain.client.signal import CancelSignal
+from brain.client.stream import EventStream
+from brain.client.transport import quote_segment
+
+if TYPE_CHECKING:
+    from brain.client.client import Brain
+
+TurnInput = str | list[dict[str, Any]]
+
+
+class Session:
+    def __init__(self, client: Brain, session_id: str,
+                 state: dict[str, Any] | None = None) -> None:
+        self._client = client
+        self.id = session_id
+        self._path = f"/v1/sessions/{quote_segment(session_id)}"
+        self._apply(state or {})
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} status={self.status} last_sequence={self.last_sequence}>"
+
+    def _apply(self, state: dict[str, Any]) -> None:
+        self.raw: dict[str, Any] = state
+        self.status: str | None = state.get("status")
+        self.last_sequence: int | None = state.get("last_sequence")
+        self.config: dict[str, Any] | None = state.get("config")
+        self.created_at: str | None = state.get("created_at")
+        self.updated_at: str | None = state.get("updated_at")
+        self.turn: TurnState | None = TurnState.from_json(state.get("turn"))
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return dict((self.config or {}).get("metadata") or {})
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def refresh(self) -> Session:
+        """Re-read GET /v1/sessions/{id} into the cached fields; never activates the session."""
+        self._apply(self._fetch_state())
+        return self
+
+    def _fetch_state(self) -> dict[str, Any]:
+        """The current Session representation, without touching the cache."""
+        return self._client._call("GET", self._path).json()
+
+    def transcript(self) -> Transcript:
+        """The canonical messages and the journal sequence they are current through."""
+        return Transcript.from_json(self._client._call("GET", self._path + "/transcript").json())
+
+    def events_page(self, after: int = 0, limit: int | None = None) -> EventPage:
+        """One page of committed Events after the exclusive cursor `after`."""
+        answer = self._client._call("GET", self._path + "/events",
+                                    query={"after": after, "limit": limit})
+        return EventPage.from_json(answer.json())
+
+    def events(self, cursor: int = 0, *, page_size: int | None = None) -> Iterator[Event]:
+        """Every committed Event after `cursor`, reading pages until `has_more` is false.
+
+        Save `event.sequence` as your cursor after handling each Event to resume later.
+        """
+        self._client._check_open()
+        return self._iter_events(cursor, page_size)
+
+    def _iter_events(self, cursor: int, page_size: int | None) -> Iterator[Event]:
+        while True:
+            page = self.events_page(cursor, page_size)
+            yield from page.events
+            if not page.has_more:
+                return
+            cursor = page.next_after
+
+    def follow(self, cursor: int = 0, *, deltas: bool = False, timeout: float | None = None,
+               max_reconnects: int = 5) -> EventStream:
+        """Live Events after `cursor` over SSE: catch-up, then new commits, across reconnects.
+
+        Model deltas are skipped unless `deltas=True`; then they arrive as ModelDelta, which has
+        no sequence. The stream ends after session_ended or deletion; close it (or use `with`)
+        when you stop early. `timeout` bounds each read (default: the client's stream timeout).
+        """
+        self._client._check_open()
+        return EventStream(self._client._transport, self._path + "/events", after=cursor,
+                           deltas=deltas, timeout=timeout, max_reconnects=max_reconnects)
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def send(self, input: TurnInput, idempotency_key: str | None = None,
+             signal: CancelSignal | None = None, *, timeout: float | None = None) -> TurnResult:
+        """Run a turn and wait for its TurnResult (a failed turn is a result, not an error).
+
+        With `signal`, firing it cancels the turn: the SDK waits until the turn is admitted,
+        POSTs cancel, waits for that answer and returns the send's (usually cancelled) result.
+        A send under a signal always carries an Idempotency-Key, generated if not given.
+        Retry an uncertain send with the same key, and as a send, never as a submit.
+        """
+        if signal is None:
+            return self._post_send(input, idempotency_key, timeout)
+        key = idempotency_key or new_idempotency_key()
+        return send_with_signal(self, input, key, signal, timeout)
+
+    def _post_send(self, turn_input: TurnInput, key: str | None,
+                   timeout: float | None) -> TurnResult:
+        wait = self._client._transport.timeouts.turn if timeout is None else timeout
+        answer = self._client._call("POST", self._path + "/messages", body={"input": turn_input},
+                                    idempotency_key=key, timeout=wait)
+        return TurnResult.from_json(answer.json())
+
+    def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
+        """Start a turn without waiting (Prefer: respond-async): the durable turn's receipt.
+
+        Always sent with an Idempotency-Key, generated when not given; if the answer is lost,
+        the TransportError carries the key: retry with it, as a submit, never as a send.
+        Follow the turn with `follow(receipt.sequence - 1)` or `events(...)`.
+        """
+        key = idempotency_key or new_idempotency_key()
+        answer = self._client._call("POST", self._path + "/messages", body={"input": input},
+                                    headers={"Prefer": "respond-async"}, idempotency_key=key)
+        return Receipt.from_json(answer.json())
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def interrupt(self, idempotency_key: str | None = None) -> CancelAnswer:
+        """POST cancel: stop work in flight; the session stays usable. Idle: sequence None."""
+        return self._post_cancel(idempotency_key)
+
+    def _post_cancel(self, key: str | None) -> CancelAnswer:
+        answer = self._client._call("POST", self._path + "/cancel", idempotency_key=key)
+        return CancelAnswer.from_json(answer.json())
+
+    def end(self, idempotency_key: str | None = None, *, timeout: float | None = None) -> Session:
+        """End the session (waits for active work) and cache the ended Session."""
+        wait = self._client._transport.timeouts.turn if timeout is None else timeout
+        answer = self._client._call("POST", self._path + "/end", idempotency_key=idempotency_key,
+                                    timeout=wait)
+        self._apply(answer.json())
+        return self
+
+    def delete(self, idempotency_key: str | None = None) -> None:
+        """Remove an ended, failed or damaged session, its Environments and its tokens.
+
+        After a TeardownFailed, delete again with a *new* key to request another attempt.
+        """
+        self._client._call("DELETE", self._path, idempotency_key=idempotency_key,
+                           timeout=self._client._transport.timeouts.turn)
+
+    def create_token(self) -> str:
+        """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
+        return self._client._call("POST", self._path + "/tokens").json()["token"]

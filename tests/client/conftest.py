@@ -1,0 +1,77 @@
+"""One real `brain serve` for the client SDK tests, and a fresh client per test.
+
+The server is shared by the package's tests to keep their runtime short; every test creates its
+own sessions, so none depends on another's state. Models: `scripted` (the default, instant
+echo), `slow` (20 s before answering: cancelled long before that) and `stream` (four deltas).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pytest
+
+from brain.client import Brain
+from tests.support.server import BrainServer, configured
+
+MODELS = """
+[models.slow]
+provider = "scripted"
+script = [ { text = "too late", delay_ms = 20000 } ]
+
+[models.stream]
+provider = "scripted"
+script = [ { text = "one two three four", stream_chunks = 4, chunk_delay_ms = 150 } ]
+"""
+
+
+@pytest.fixture(scope="package")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
+    brain_server = configured(tmp_path_factory.mktemp("client"), MODELS,
+                              {"BRAIN_MAX_TURN_SECS": "30"}).start()
+    try:
+        yield brain_server
+    finally:
+        brain_server.kill()
+
+
+@pytest.fixture
+def brain(server: BrainServer) -> Iterator[Brain]:
+    client = Brain(server.url, server.token, timeout=20, turn_timeout=40, stream_timeout=20)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def collect(items: Iterable[Any], *, until: str | None = None, timeout: float = 20.0) -> list:
+    """Iterate `items` in a thread until an Event of kind `until` (or the end), within timeout.
+
+    A stream that never ends would otherwise hang the test; on timeout it is closed.
+    """
+    seen: list[Any] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for item in items:
+                seen.append(item)
+                if until is not None and getattr(item, "kind", None) == until:
+                    return
+        except BaseException as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()
+        raise TimeoutError(f"stream did not reach {until or 'its end'} within {timeout} s: "
+                           f"{[getattr(i, 'kind', i) for i in seen]}")
+    if failure:
+        raise failure[0]
+    return seen

@@ -15,6 +15,9 @@ from typing import Any
 
 from brain.agentloop.modules import load_module_info
 from brain.errors import InvalidRequest
+from brain.tools.builtins import BUILTINS
+from brain.tools.http_route import Target
+from brain.tools.run import TOOL_ENVIRONMENT_OPS
 
 PART_KINDS = ("models", "tools", "environments", "agentloops")
 MODEL_PROVIDERS = ("scripted", "openai", "anthropic")
@@ -31,6 +34,7 @@ CREATE_FIELDS = {
     "idle_ttl_ms": int,
     "metadata": dict,
 }
+MESSAGE_ROLES = ("user", "assistant", "tool", "system")  # the roles every model provider maps
 DEFAULT_AGENTLOOP = "default"
 DEFAULT_MODEL = "scripted"
 MAX_IDLE_TTL_MS = 2**53 - 1  # Thespian's timers overflow near 8.6e16 ms; any JSON client reads this
@@ -74,6 +78,9 @@ class BrainConfig:
         for name, spec in self.tools.items():
             if spec.get("route") not in TOOL_ROUTES:
                 raise ConfigError(f"tools.{name}: route must be one of {TOOL_ROUTES}")
+            problem = _tool_target_problem(spec, self.environments)
+            if problem is not None:
+                raise ConfigError(f"tools.{name}: {problem}")
         for name, spec in self.environments.items():
             if spec.get("kind") not in ENVIRONMENT_KINDS:
                 raise ConfigError(f"environments.{name}: kind must be one of {ENVIRONMENT_KINDS}")
@@ -86,12 +93,16 @@ class BrainConfig:
     def resolve_create(self, body: dict[str, Any]) -> dict[str, Any]:
         """Turn a create body of names into the config recorded in session_created.
 
-        Raises InvalidRequest naming the field for unknown fields, wrong types or unknown names.
+        Raises InvalidRequest naming the field for unknown fields, wrong types, unknown names
+        or a seed transcript item that is not a message. Every field is optional, and a null
+        field is taken as absent (docs/decisions.md, Create).
         """
-        for field, value in body.items():
-            expected = CREATE_FIELDS.get(field)
-            if expected is None:
+        for field in body:
+            if field not in CREATE_FIELDS:
                 raise InvalidRequest(f"unknown field: {field}")
+        body = _given(body)
+        for field, value in body.items():
+            expected = CREATE_FIELDS[field]
             if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
                 raise InvalidRequest(f"{field}: expected {expected.__name__}")
         agentloop = body.get("agentloop", DEFAULT_AGENTLOOP)
@@ -105,6 +116,7 @@ class BrainConfig:
         idle_ttl_ms = body.get("idle_ttl_ms")
         if idle_ttl_ms is not None and not 0 <= idle_ttl_ms <= MAX_IDLE_TTL_MS:
             raise InvalidRequest(f"idle_ttl_ms: must be between 0 and {MAX_IDLE_TTL_MS}")
+        seed_transcript(body)
         loop = load_module_info(agentloop_path(self.agentloops[agentloop]["path"]))
         return {
             "agentloop": {"name": agentloop, "path": loop["path"], "sha256": loop["sha256"]},
@@ -114,6 +126,82 @@ class BrainConfig:
             "idle_ttl_ms": idle_ttl_ms,
             "metadata": body.get("metadata", {}),
         }
+
+
+def seed_transcript(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The create body's `transcript` as the messages to seed, [] when absent or null.
+
+    Each item must be a message as the model providers read it, so that a bad seed is refused
+    at create (400 naming the item) rather than failing every later model call.
+    """
+    transcript = body.get("transcript")
+    if transcript is None:
+        return []
+    if not isinstance(transcript, list):
+        raise InvalidRequest("transcript: expected list")
+    for index, item in enumerate(transcript):
+        problem = _message_problem(item)
+        if problem is not None:
+            raise InvalidRequest(f"transcript[{index}]: {problem}")
+    return transcript
+
+
+def _given(body: dict[str, Any]) -> dict[str, Any]:
+    """The fields a create body really gives: a null optional field means "use the default"."""
+    return {field: value for field, value in body.items() if value is not None}
+
+
+def _message_problem(item: Any) -> str | None:
+    """Why `item` is not a message `{role, content}`, or None when it is one."""
+    if not isinstance(item, dict):
+        return "expected a message object {role, content}"
+    if item.get("role") not in MESSAGE_ROLES:
+        return f"role must be one of {', '.join(MESSAGE_ROLES)}"
+    if not _is_content(item.get("content")):
+        return "content must be a string or a list of content blocks (objects with a string type)"
+    return None
+
+
+def _is_content(content: Any) -> bool:
+    """A string, or content blocks: the same rule as a message's `input`."""
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(block, dict) and isinstance(block.get("type"), str) for block in content
+    )
+
+
+def _tool_target_problem(spec: dict[str, Any], environments: dict[str, Any]) -> str | None:
+    """Why a Tool's route target can never work, or None: found at load, not at the first call.
+
+    The rules are the routes' own (brain/tools/run.py), so load refuses exactly what a call
+    would fail on for want of configuration.
+    """
+    route = spec.get("route")
+    if route == "http":
+        return _http_target_problem(spec.get("url"))
+    if route == "builtin" and not _names(spec.get("function"), BUILTINS):
+        return f"no builtin function {spec.get('function')!r} (one of {', '.join(BUILTINS)})"
+    if route == "environment":
+        if not _names(spec.get("environment"), environments):
+            return f"environment {spec.get('environment')!r} is not configured"
+        if spec.get("op") not in TOOL_ENVIRONMENT_OPS:
+            return f"op must be one of {', '.join(TOOL_ENVIRONMENT_OPS)}"
+    return None
+
+
+def _names(value: Any, known: dict[str, Any]) -> bool:
+    """Whether `value` is one of the `known` names (a TOML array or table never is)."""
+    return isinstance(value, str) and value in known
+
+
+def _http_target_problem(url: Any) -> str | None:
+    """The http route's own URL check; its refusal carries the message a call would report."""
+    try:
+        Target.parse(url)
+    except Exception as refused:  # the route's private "stop" exception, with its message
+        return str(refused)
+    return None
 
 
 def agentloop_path(configured: str) -> Path:

@@ -7,7 +7,8 @@ on the same row when the work ends and replayed byte-for-byte for the retention 
 
 A claim with no answer is `request_in_progress` while the process that made it may still finish
 it, and `idempotency_ambiguous` once that is impossible: it was made under an older server boot,
-or its process is gone. Such a request is never executed again.
+or its process is gone. Such a request is never executed again, so a claim without an answer
+never expires; only answers do, after the retention window.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ CREATE TABLE IF NOT EXISTS claims (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS claims_answered ON claims (answered_at)
     WHERE answered_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS claims_open ON claims (claimed_at) WHERE answered_at IS NULL;
+-- claims_open served the expiry of unanswered claims, which never expire now
+DROP INDEX IF EXISTS claims_open;
 """
 
 
@@ -88,8 +90,8 @@ class Answer:
 class Claim:
     """The result of `IdempotencyStore.claim`.
 
-    `token` tells this claim from a later claim of the same key (after `abandon` or expiry), so
-    a late `complete` or `abandon` can never touch a row it did not create.
+    `token` tells this claim from a later claim of the same key (after `abandon`, or after its
+    answer expired), so a late `complete` or `abandon` can never touch a row it did not create.
     """
 
     outcome: Outcome
@@ -283,10 +285,11 @@ class IdempotencyStore:
             )
 
     def sweep(self, now: float | None = None) -> int:
-        """Delete expired answers and expired dead claims; return how many rows went.
+        """Delete expired answers; return how many rows went.
 
-        `claim` already treats an expired row as absent, so sweeping only reclaims space. It runs
-        in small transactions so that claims from other workers wait for one batch at most.
+        `claim` already treats an expired answer as absent, so sweeping only reclaims space. It
+        runs in small transactions so that claims from other workers wait for one batch at most.
+        Claims without an answer are never deleted: running or ambiguous, they hold their key.
         """
         cutoff = (self._clock() if now is None else now) - self.retention_secs
         removed = 0
@@ -301,17 +304,6 @@ class IdempotencyStore:
             if cursor.rowcount < SWEEP_BATCH:
                 break
             time.sleep(0)  # let other greenlets run between batches under gevent
-        with self._transaction() as conn:
-            open_rows = conn.execute(
-                f"SELECT {_KEY}, boot_id, pid, pid_start FROM claims"
-                " WHERE answered_at IS NULL AND claimed_at < ?",
-                (cutoff,),
-            ).fetchall()
-            for *row_key, boot_id, pid, pid_start in open_rows:
-                if not self._claimer_alive(boot_id, pid, pid_start):
-                    removed += conn.execute(
-                        f"DELETE FROM claims WHERE {_ROW} AND answered_at IS NULL", row_key
-                    ).rowcount
         return removed
 
     def close(self) -> None:
@@ -324,12 +316,11 @@ class IdempotencyStore:
     # -- internals -------------------------------------------------------------------------
 
     def _expired(self, row: tuple, now: float) -> bool:
-        """An answer past retention, or a dead claim past retention, no longer holds its key."""
-        _, _, boot_id, pid, pid_start, claimed_at, _, _, _, answered_at = row
-        cutoff = now - self.retention_secs
-        if answered_at is not None:
-            return answered_at < cutoff
-        return claimed_at < cutoff and not self._claimer_alive(boot_id, pid, pid_start)
+        """Only an answer past retention frees its key. A claim with no answer never does:
+        reusing its key must keep answering `idempotency_ambiguous`, or the request it guards
+        could run a second time (contract.md section 4)."""
+        answered_at = row[-1]
+        return answered_at is not None and answered_at < now - self.retention_secs
 
     def _claimer_alive(self, boot_id: str, pid: int, pid_start: str) -> bool:
         return boot_id == self.boot_id and _process_alive(pid, pid_start)

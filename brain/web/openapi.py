@@ -15,7 +15,7 @@ from typing import Any
 import falcon
 import falcon.inspect
 
-from brain.config import BrainConfig
+from brain.config import MESSAGE_ROLES, BrainConfig
 
 OPENAPI_VERSION = "3.0.3"
 API_VERSION = "0.1.0"
@@ -62,6 +62,13 @@ def _json(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "nullable": True}
+
+
+def _optional(schema: dict[str, Any]) -> dict[str, Any]:
+    """A create-body field that may be null (= absent); an enum must then list null too."""
+    if "enum" in schema:
+        schema = {**schema, "enum": [*schema["enum"], None]}
+    return _nullable(schema)
 
 
 def _schemas(config: BrainConfig | None) -> dict[str, Any]:
@@ -137,28 +144,47 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
         "CreateBody": {
             "type": "object",
             "additionalProperties": False,
-            "description": "Only names defined in the server configuration; never secrets.",
+            "description": "Only names defined in the server configuration; never secrets. "
+            "Every field is optional, and null means the same as absent.",
             "properties": {
-                "agentloop": names("agentloops"),
-                "model": names("models"),
-                "tools": {"type": "array", "items": names("tools"), "uniqueItems": True},
-                "environments": {
-                    "type": "array",
-                    "items": names("environments"),
-                    "uniqueItems": True,
+                "agentloop": _optional(names("agentloops")),
+                "model": _optional(names("models")),
+                "tools": _optional(
+                    {"type": "array", "items": names("tools"), "uniqueItems": True}
+                ),
+                "environments": _optional(
+                    {"type": "array", "items": names("environments"), "uniqueItems": True}
+                ),
+                "transcript": _optional(
+                    {
+                        "type": "array",
+                        "items": _ref("Message"),
+                        "description": "Messages to seed the session's opening conversation.",
+                    }
+                ),
+                "idle_ttl_ms": _optional(
+                    {
+                        "type": "integer",
+                        "minimum": 0,
+                        "maximum": MAX_IDLE_TTL_MS,
+                        "description": "Keep the actor this long after work; 0 = forever; "
+                        "absent or null = the server-wide BRAIN_SESSION_IDLE_TTL_MS.",
+                    }
+                ),
+                "metadata": _optional({"type": "object"}),
+            },
+        },
+        "Message": {
+            "type": "object",
+            "required": ["role", "content"],
+            "properties": {
+                "role": {"type": "string", "enum": list(MESSAGE_ROLES)},
+                "content": {
+                    "oneOf": [
+                        {"type": "string"},
+                        {"type": "array", "items": _ref("ContentBlock")},
+                    ],
                 },
-                "transcript": {
-                    "type": "array",
-                    "items": {"type": "object"},
-                    "description": "Messages to seed the session's opening conversation.",
-                },
-                "idle_ttl_ms": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "maximum": MAX_IDLE_TTL_MS,
-                    "description": "Keep the actor this long after work; 0 = forever.",
-                },
-                "metadata": {"type": "object"},
             },
         },
         "ContentBlock": {

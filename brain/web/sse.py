@@ -4,16 +4,31 @@ Frames: committed Events as `id: <sequence>` / `event: <kind>` / `data: <Event J
 deltas as `event: model_delta` with `data: {started, delta}` and no id; a comment every 15 s
 keeps idle streams open and lets the server notice a closed client. The stream ends after
 `session_ended` or when the session is deleted.
+
+A refused journal (CorruptJournal) is an error answer while nothing has been sent:
+`open_stream` reads the catch-up up to its first Event before the response starts, so damage
+there raises to the caller, which answers 500 session_damaged. Damage found after the stream
+started can no longer change the status line: the stream then ends with one
+`event: error` frame carrying the contract's error body (no id; `error` is reserved, so no
+committed Event has that kind), and a reconnect gets the 500.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-from brain.web.live_hub import LiveHub
+from brain import errors
+from brain.journal import CorruptJournal
+from brain.web.errors import error_body
+from brain.web.live_hub import LiveHub, Subscription
+from brain.web.reads import damaged_error
+
+log = logging.getLogger(__name__)
 
 KEEPALIVE_SECS = 15.0
 TERMINAL_KINDS = frozenset({"session_ended"})
@@ -31,30 +46,91 @@ def delta_frame(delta: dict[str, Any]) -> bytes:
     return f"event: model_delta\ndata: {data}\n\n".encode()
 
 
-def follow(reader: Any, session_dir: Path, hub: LiveHub, session_id: str, after: int,
-           keepalive_secs: float = KEEPALIVE_SECS) -> Iterator[bytes]:
+def error_frame(error: errors.BrainError, request_id: str) -> bytes:
+    data = error_body(error.code, error.message, request_id)
+    return f"event: error\ndata: {data}\n\n".encode()
+
+
+class EventStream:
+    """One subscriber's response body: its frames, and a `close` that ends the subscription.
+
+    The WSGI server calls `close` when the body ends or the client goes, even if it never
+    iterated (a generator that never started would skip its own `finally`).
+    """
+
+    def __init__(self, frames: Generator[bytes, None, None], release: Callable[[], None]) -> None:
+        self._frames = frames
+        self._release = release
+
+    def __iter__(self) -> EventStream:
+        return self
+
+    def __next__(self) -> bytes:
+        return next(self._frames)
+
+    def close(self) -> None:
+        try:
+            self._frames.close()
+        finally:
+            self._release()
+
+
+def open_stream(reader: Any, session_dir: Path, hub: LiveHub, session_id: str, after: int,
+                request_id: str, keepalive_secs: float = KEEPALIVE_SECS) -> EventStream:
+    """Subscribe, then catch up to the first Event now, before any byte is sent.
+
+    Raises CorruptJournal when that first read is refused, so the caller can still answer
+    500; damage found later ends the stream with an error frame (see `_until_damaged`).
+    """
     subscription = hub.subscribe(session_id)  # before catching up, so no hint is missed
-    state = _FollowState(reader.follower(after))
     try:
-        yield b": stream open\n\n"
-        yield from state.read(through=None)
-        while not state.ended and (session_dir / "journal").is_dir():
-            woken = subscription.wait(keepalive_secs)
-            items = subscription.take()
-            lagging = len(items) > LAGGING_ITEMS
-            for index, (kind, value) in enumerate(items):
-                if kind == "delta":
-                    # A subscriber this far behind gets committed results, not stale previews.
-                    if not lagging and value.get("started") not in state.finished_calls:
-                        yield delta_frame(value)
-                elif value > state.cursor and not _commit_follows(items, index):
-                    yield from state.read(through=value)
-            if not woken:
-                # Silence: re-read everything (a lost hint costs at most this delay).
-                yield from state.read(through=None)
-                yield b": keep-alive\n\n"
-    finally:
+        state = _FollowState(reader.follower(after))
+        catch_up = state.read(through=None)
+        first = list(itertools.islice(catch_up, 1))
+    except BaseException:
         hub.unsubscribe(subscription)
+        raise
+    frames = _frames(itertools.chain(first, catch_up), state, subscription, session_dir,
+                     keepalive_secs)
+    return EventStream(_until_damaged(frames, session_id, request_id),
+                       lambda: hub.unsubscribe(subscription))
+
+
+def _until_damaged(frames: Iterator[bytes], session_id: str,
+                   request_id: str) -> Generator[bytes, None, None]:
+    """Pass frames on; a journal refused mid-stream ends the stream with an error frame.
+
+    The 200 is already sent, so the client learns it from the frame; no traceback is logged
+    (the damage is reported, not a server fault) and the WSGI server sees a normal end.
+    """
+    try:
+        yield from frames
+    except CorruptJournal as damage:
+        log.warning("session %s: journal refused while streaming, stream ended: %s",
+                    session_id, damage)
+        yield error_frame(damaged_error(), request_id)
+
+
+def _frames(catch_up: Iterator[bytes], state: _FollowState, subscription: Subscription,
+            session_dir: Path, keepalive_secs: float) -> Iterator[bytes]:
+    """The stream: the opening comment, the catch-up, then new commits as hints arrive."""
+    yield b": stream open\n\n"
+    yield from catch_up
+    while not state.ended and (session_dir / "journal").is_dir():
+        woken = subscription.wait(keepalive_secs)
+        items = subscription.take()
+        lagging = len(items) > LAGGING_ITEMS
+        for index, (kind, value) in enumerate(items):
+            if kind == "delta":
+                # A subscriber this far behind gets committed results, not stale previews.
+                if not lagging and value.get("started") not in state.finished_calls:
+                    yield delta_frame(value)
+            elif value > state.cursor and not _commit_follows(items, index):
+                yield from state.read(through=value)
+        if not woken:
+            # Silence: re-read everything (a lost hint costs at most this delay).
+            yield from state.read(through=None)
+            yield b": keep-alive\n\n"
 
 
 LAGGING_ITEMS = 256

@@ -302,30 +302,50 @@ def test_sweep_with_explicit_now_and_in_batches(
     assert store.sweep(now=clock.now + 86400.5) == 7
 
 
-def test_running_claims_are_never_swept_but_dead_ones_are(tmp_path: Path) -> None:
+def test_unanswered_claims_are_never_swept_running_or_dead(tmp_path: Path) -> None:
     clock = Clock()
     claim_send(open_store(tmp_path, boot_id="old-boot", clock=clock), key="dead")
     store = open_store(tmp_path, clock=clock)
     running = claim_send(store, key="running")
     clock.now += 3 * 86400  # a turn with no wall-time bound may run this long
-    assert store.sweep() == 1  # only the dead claim of the older boot
+    assert store.sweep() == 0
     with pytest.raises(errors.RequestInProgress):
         claim_send(store, key="running")
-    assert claim_send(store, key="dead").outcome is Outcome.NEW
+    with pytest.raises(errors.IdempotencyAmbiguous):
+        claim_send(store, key="dead")
     store.complete(running, 200, [], b"late")
     assert claim_send(store, key="running").outcome is Outcome.REPLAY
 
 
-def test_dead_claim_within_retention_stays_ambiguous(tmp_path: Path) -> None:
+def test_an_ambiguous_claim_never_expires_so_its_request_never_runs_again(
+    tmp_path: Path,
+) -> None:
+    """contract.md: a claim with no answer after a restart is never executed again, however
+    long ago it was made; only answers expire (the request ran, and its answer was sent)."""
     clock = Clock()
-    claim_send(open_store(tmp_path, boot_id="old-boot", clock=clock))
+    claim_send(open_store(tmp_path, boot_id="old-boot", clock=clock, retention_secs=60))
+    store = open_store(tmp_path, clock=clock, retention_secs=60)
+    for elapsed in (59, 61, 86400 + 1, 365 * 86400):
+        clock.now += elapsed
+        assert store.sweep() == 0
+        with pytest.raises(errors.IdempotencyAmbiguous):
+            claim_send(store)
+        with pytest.raises(errors.IdempotencyConflict):  # the key stays taken for any body
+            claim_send(store, fp=OTHER_FP)
+    with sqlite3.connect(tmp_path / FILENAME) as raw:
+        assert raw.execute("SELECT count(*) FROM claims WHERE status IS NULL").fetchone() == (1,)
+
+
+def test_sweep_removes_expired_answers_and_keeps_ambiguous_claims(tmp_path: Path) -> None:
+    clock = Clock()
+    claim_send(open_store(tmp_path, boot_id="old-boot", clock=clock), key="ambiguous")
     store = open_store(tmp_path, clock=clock)
-    clock.now += 86400 - 1
-    assert store.sweep() == 0
+    store.complete(claim_send(store, key="answered"), 200, [], b"x")
+    clock.now += 86400 + 1
+    assert store.sweep() == 1
+    assert claim_send(store, key="answered").outcome is Outcome.NEW
     with pytest.raises(errors.IdempotencyAmbiguous):
-        claim_send(store)
-    clock.now += 2
-    assert claim_send(store).outcome is Outcome.NEW
+        claim_send(store, key="ambiguous")
 
 
 # -- connection per process --------------------------------------------------------------------

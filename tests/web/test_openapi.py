@@ -98,7 +98,7 @@ def test_probes_are_public_and_everything_else_needs_the_bearer() -> None:
 def test_configured_names_are_enumerated() -> None:
     config = BrainConfig.load()
     body = openapi_document(config)["components"]["schemas"]["CreateBody"]["properties"]
-    assert body["model"]["enum"] == sorted(config.models)
+    assert body["model"]["enum"] == [*sorted(config.models), None]  # null = the default
     assert body["tools"]["items"]["enum"] == sorted(config.tools)
     assert (
         "enum"

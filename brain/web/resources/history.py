@@ -5,11 +5,11 @@ from __future__ import annotations
 import falcon
 
 from brain import errors
-from brain.journal import CorruptJournal
+from brain.journal import CorruptJournal, SessionReader
 from brain.settings import Settings
 from brain.web.live_hub import LiveHub
 from brain.web.reads import damaged_error, reader, session_dir
-from brain.web.sse import follow
+from brain.web.sse import open_stream
 
 MAX_PAGE_EVENTS = 1000
 
@@ -53,16 +53,32 @@ class EventsResource:
             after = sequence_header(last_event_id.strip())
         limit = int_param(req, "limit", MAX_PAGE_EVENTS, 1, MAX_PAGE_EVENTS)
         if wants_event_stream(req):
-            resp.content_type = "text/event-stream"
-            resp.set_header("Cache-Control", "no-cache")
-            resp.set_header("X-Accel-Buffering", "no")
-            resp.stream = follow(session_reader, session_dir(self.settings, session_id),
-                                 self.hub, session_id, after)
+            self._stream(req, resp, session_reader, session_id, after)
             return
         try:
             resp.media = session_reader.events_page(after, limit)
         except CorruptJournal:
             raise damaged_error() from None
+
+    def _stream(self, req: falcon.Request, resp: falcon.Response, session_reader: SessionReader,
+                session_id: str, after: int) -> None:
+        """Answer with an event stream, or with 500 session_damaged while nothing is sent yet.
+
+        A session whose status reads `damaged` is refused as its JSON pages are; so is one
+        whose journal is refused before the catch-up reaches its first Event. Damage found
+        later ends the stream with an `error` frame (brain/web/sse.py).
+        """
+        if session_reader.damage() is not None:
+            raise damaged_error()
+        try:
+            stream = open_stream(session_reader, session_dir(self.settings, session_id),
+                                 self.hub, session_id, after, req.context.request_id)
+        except CorruptJournal:
+            raise damaged_error() from None
+        resp.content_type = "text/event-stream"
+        resp.set_header("Cache-Control", "no-cache")
+        resp.set_header("X-Accel-Buffering", "no")
+        resp.stream = stream
 
 
 class TranscriptResource:

@@ -9,7 +9,7 @@ import falcon
 
 from brain import errors
 from brain.actors.messages import CreateSession
-from brain.config import BrainConfig
+from brain.config import BrainConfig, seed_transcript
 from brain.settings import Settings
 from brain.web.bodies import CREATE_BODY_LIMIT, SMALL_BODY_LIMIT, read_json_object
 from brain.web.gateway import ActorGateway
@@ -43,10 +43,8 @@ class SessionsResource:
 
     def _create(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = read_json_object(req, CREATE_BODY_LIMIT, optional=True)
-        transcript = body.get("transcript", [])
-        resolved = self.config.resolve_create(body)
-        if not all(isinstance(m, dict) for m in transcript):
-            raise errors.InvalidRequest("transcript: expected a list of message objects")
+        resolved = self.config.resolve_create(body)  # validates the seed transcript too
+        transcript = seed_transcript(body)
         session_id = new_session_id()
         view = self.gateway.request(session_id, CreateSession(resolved, transcript),
                                     CREATE_TIMEOUT_SECS)

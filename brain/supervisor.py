@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from brain.config import BrainConfig
+from brain.config import BrainConfig, ConfigError
 from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
 from brain.sessions.scan import sessions_in_flight
-from brain.settings import Settings
+from brain.settings import SettingError, Settings
 from brain.web.idempotency import new_boot_id
 
 ACTOR_READY_TIMEOUT_SECS = 60.0
@@ -199,8 +199,13 @@ def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
 
 
 def serve() -> int:
-    settings = Settings.from_env()
-    BrainConfig.load(settings.config)  # refuse a broken configuration before starting anything
+    try:
+        settings = Settings.from_env()
+        BrainConfig.load(settings.config)  # refuse a broken configuration before starting
+    except (ConfigError, SettingError) as exc:
+        # An operator's mistake, not a crash: the message names the setting or the part.
+        print(f"brain serve: {exc}", file=sys.stderr)
+        return 2
     settings.data_path.mkdir(parents=True, exist_ok=True)
     ensure_operator_token(settings)
     clear_live_sockets(settings)

@@ -151,8 +151,9 @@ def test_serve_refuses_a_tool_that_names_no_builtin(tmp_path: Path) -> None:
         if serve.poll() is None:  # it started instead of refusing: stop all it started
             os.killpg(serve.pid, signal.SIGKILL)
             serve.communicate(timeout=SERVE_REFUSAL_TIMEOUT_SECS)
-    assert serve.returncode != 0
+    assert serve.returncode == 2
     assert b"tools.broken: no builtin function 'does_not_exist'" in stderr
+    assert b"Traceback" not in stderr  # an operator's mistake is a message, not a crash
     assert not (tmp_path / "data").exists()  # refused before anything was started
 
 

@@ -34,6 +34,7 @@ SessionActive = _error("SessionActive", "session_active", 409)
 IdempotencyConflict = _error("IdempotencyConflict", "idempotency_conflict", 409)
 RequestInProgress = _error("RequestInProgress", "request_in_progress", 409)
 IdempotencyAmbiguous = _error("IdempotencyAmbiguous", "idempotency_ambiguous", 409)
+AlreadyAnswered = _error("AlreadyAnswered", "already_answered", 409)  # a host call, answered
 PayloadTooLarge = _error("PayloadTooLarge", "payload_too_large", 413)
 UnsupportedMediaType = _error("UnsupportedMediaType", "unsupported_media_type", 415)
 SessionDamaged = _error("SessionDamaged", "session_damaged", 500)
@@ -46,6 +47,7 @@ BY_CODE: dict[str, type[BrainError]] = {
     for cls in (
         InvalidRequest, Unauthorized, Forbidden, NotFound, SessionBusy, SessionEnded,
         SessionActive, IdempotencyConflict, RequestInProgress, IdempotencyAmbiguous,
+        AlreadyAnswered,
         PayloadTooLarge, UnsupportedMediaType, SessionDamaged, TeardownFailed, Draining, Internal,
     )
 }

@@ -32,6 +32,17 @@ def _positive_int(raw: str) -> int:
     return value
 
 
+def _host_environment_secs(raw: str) -> int:
+    value = int(raw)
+    if not 1 <= value <= MAX_HOST_ENVIRONMENT_SECS:
+        raise ValueError(f"must be between 1 and {MAX_HOST_ENVIRONMENT_SECS}")
+    return value
+
+
+MAX_HOST_ENVIRONMENT_SECS = 45
+"""Below the 60 s a create waits for its session: setup with no host still answers in time."""
+
+
 def _listen(raw: str) -> str:
     host, sep, port = raw.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
@@ -72,6 +83,8 @@ SETTINGS: tuple[Setting, ...] = (
             "wall time per turn; 0 = no bound"),
     Setting("max_tool_secs", "BRAIN_MAX_TOOL_SECS", 300, _non_negative_int,
             "deadline handed to every Tool call; 0 = no bound"),
+    Setting("host_environment_secs", "BRAIN_HOST_ENVIRONMENT_SECS", 30, _host_environment_secs,
+            "deadline of a host Environment's setup, detach and teardown (1-45)"),
     Setting("max_emitted_bytes", "BRAIN_MAX_EMITTED_BYTES", 1 << 20, _non_negative_int,
             "extension Event bytes per turn (kinds + serialized payloads)"),
     Setting("session_idle_ttl_ms", "BRAIN_SESSION_IDLE_TTL_MS", None, _non_negative_int,
@@ -112,6 +125,7 @@ class Settings:
     max_model_calls: int
     max_turn_secs: int
     max_tool_secs: int
+    host_environment_secs: int
     max_emitted_bytes: int
     session_idle_ttl_ms: int | None
     drain_secs: int

@@ -17,6 +17,7 @@ import threading
 from brain.actors.confine import confine_thespian
 from brain.actors.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
+    HOST_DISPATCHER_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     REGISTRY_GLOBAL_NAME,
@@ -59,6 +60,7 @@ def preload_for_actors() -> None:
     import brain.actors.session  # noqa: F401
     import brain.agentloop.runtime  # noqa: F401
     import brain.environments  # noqa: F401
+    import brain.host  # noqa: F401
     import brain.models  # noqa: F401
     import brain.tools  # noqa: F401
 
@@ -71,6 +73,7 @@ def create_singletons(asys: object) -> dict[str, object]:
     an executor, its release would kill the executor under every other session's feet.
     """
     from brain.actors.environment_executor import EnvironmentExecutor
+    from brain.actors.host_dispatcher import HostDispatcher
     from brain.actors.metrics_actor import MetricsActor
     from brain.actors.model_executor import ModelExecutor
     from brain.actors.tool_executor import ToolExecutor
@@ -80,8 +83,26 @@ def create_singletons(asys: object) -> dict[str, object]:
         for actor, name in ((ModelExecutor, MODEL_EXECUTOR_GLOBAL_NAME),
                             (ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME),
                             (EnvironmentExecutor, ENVIRONMENT_EXECUTOR_GLOBAL_NAME),
+                            (HostDispatcher, HOST_DISPATCHER_GLOBAL_NAME),
                             (MetricsActor, METRICS_GLOBAL_NAME))
     }
+
+
+SERVICE_USERS = (TOOL_EXECUTOR_GLOBAL_NAME, ENVIRONMENT_EXECUTOR_GLOBAL_NAME)
+"""Shared actors that send to other shared actors (the executors offer host calls to the
+HostDispatcher); like the registry, they get every resolved address from here."""
+
+
+def hand_out_services(asys: object, registry: object, services: dict[str, object]) -> None:
+    """Tell the registry (for session actors) and the executors every shared actor's address.
+
+    Nobody but this process resolves a global name (docs/decisions.md, Thespian). These tells
+    leave before `ready` is printed, so before gunicorn starts and any session can exist; an
+    executor that somehow has no dispatcher address yet fails a host call with `error`, unsent.
+    """
+    for user in SERVICE_USERS:
+        asys.tell(services[user], Services(services))  # type: ignore[attr-defined]
+    asys.tell(registry, Services(services))  # type: ignore[attr-defined]
 
 
 def actor_capabilities(settings: Settings) -> dict[str, object]:
@@ -105,7 +126,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
-        asys.tell(registry, Services(create_singletons(asys)))
+        hand_out_services(asys, registry, create_singletons(asys))
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
         print("ready", flush=True)

@@ -108,6 +108,11 @@ class ExecutorActor(BridgedActor):
             cancel.set()
 
     def receiveMsg_WatchMessage(self, msg: Any, sender: Any) -> None:
-        for reply_to, done in self.bridge.drain():
-            self.cancels.pop((done.session_id, done.started), None)
-            self.send(reply_to, done)
+        for item in self.bridge.drain():
+            self.handle_posted(item)
+
+    def handle_posted(self, item: Any) -> None:
+        """One item a thread posted: by default a finished effect's `(reply_to, outcome)`."""
+        reply_to, done = item
+        self.cancels.pop((done.session_id, done.started), None)
+        self.send(reply_to, done)

@@ -2,23 +2,26 @@
 
 One per actor system, created at boot. Setup, detach and teardown of a session's Environments
 run here in threads through `brain.environments`, never inside the session actor; the outcome
-goes back to the session, which commits it before it answers its client. Never retried.
+goes back to the session, which commits it before it answers its client. Never retried. A
+`host` Environment's op goes to the HostDispatcher (host_calls.py) with the deadline
+BRAIN_HOST_ENVIRONMENT_SECS, so a create, end or delete never waits for ever on a missing host.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
-from brain.actors.bridge import ExecutorActor
+from brain.actors.host_calls import HostCallingExecutor
 from brain.actors.messages import EnvironmentOpDone, RunEnvironmentOp
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-class EnvironmentExecutor(ExecutorActor):
+class EnvironmentExecutor(HostCallingExecutor):
     thread_prefix = "env"
     trace_name = "environment_executor"
 
@@ -33,9 +36,13 @@ class EnvironmentExecutor(ExecutorActor):
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op
 
         root = self.settings.data_path / "environments" / msg.session_id / msg.environment["name"]
+        deadline = None
+        if msg.environment.get("kind") == "host":
+            deadline = time.time() + self.settings.host_environment_secs
         try:
-            environment = open_environment(msg.environment, root)
-            result = run_environment_op(environment, msg.op, msg.request, None, cancel)
+            environment = open_environment(msg.environment, root,
+                                           self.host_runner(msg.session_id, msg.started))
+            result = run_environment_op(environment, msg.op, msg.request, deadline, cancel)
             return EnvironmentOpDone(msg.session_id, msg.started, result=result)
         except EnvironmentOpError as exc:
             return EnvironmentOpDone(msg.session_id, msg.started,

@@ -15,6 +15,7 @@ MODEL_EXECUTOR_GLOBAL_NAME = "brain.executor.model"
 TOOL_EXECUTOR_GLOBAL_NAME = "brain.executor.tool"
 METRICS_GLOBAL_NAME = "brain.metrics"
 ENVIRONMENT_EXECUTOR_GLOBAL_NAME = "brain.executor.environment"
+HOST_DISPATCHER_GLOBAL_NAME = "brain.host.dispatcher"
 
 
 # --- commands a client sends to one session (through the registry) ------------------------
@@ -203,6 +204,67 @@ class EnvironmentOpDone:
     started: int
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None  # {outcome, message}
+
+
+# --- host calls (docs/host-tools.md) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostCallOffer:
+    """Executor → host dispatcher: a journaled Tool call or Environment op for a host.
+
+    Offered once; the dispatcher hands it to at most one poll answer, ever.
+    """
+
+    call_id: str
+    kind: str  # "tool" | "environment"
+    name: str
+    session_id: str
+    started: int
+    op: str | None
+    payload: Any  # the Tool input, or the op's request
+    deadline: float | None  # time.time() epoch
+    reply_to: Any  # the executor, which wakes the waiting thread
+
+
+@dataclass(frozen=True)
+class HostCancel:
+    """Executor → host dispatcher: the effect was cancelled."""
+
+    call_id: str
+
+
+@dataclass(frozen=True)
+class HostCallVerdict:
+    """Host dispatcher → executor: the host's normalized answer, or the failure outcome."""
+
+    call_id: str
+    answer: dict[str, Any] | None = None
+    outcome: str | None = None  # error|cancelled|timeout|unknown when there is no answer
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class HostPoll:
+    """Web → host dispatcher: a host asks for work; answered with a Reply, at once or later."""
+
+    request_id: str
+    tools: tuple[str, ...]
+    environments: tuple[str, ...]
+    scope: str | None  # a session token's session; None for the operator
+    host_id: str | None
+    max_calls: int
+    wait_secs: float
+
+
+@dataclass(frozen=True)
+class HostAnswer:
+    """Web → host dispatcher: a host's answer to one delivered call; answered with a Reply."""
+
+    request_id: str
+    call_id: str
+    scope: str | None
+    body: dict[str, Any]
 
 
 # --- metrics -------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 One per actor system, created at boot. Each call runs in its own thread through `brain.tools`,
 which never retries; the outcome goes back to the session actor, which commits it before the
-Agentloop sees it. Environment-routed Tools reach the session's local Environment directory.
+Agentloop sees it. Environment-routed Tools reach the session's local Environment directory, or
+the host serving a `host` Environment; `host` Tools go to the HostDispatcher (host_calls.py).
 """
 
 from __future__ import annotations
@@ -11,14 +12,14 @@ import logging
 import threading
 from typing import Any
 
-from brain.actors.bridge import ExecutorActor
+from brain.actors.host_calls import HostCallingExecutor
 from brain.actors.messages import RunToolCall, ToolCallDone
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
-class ToolExecutor(ExecutorActor):
+class ToolExecutor(HostCallingExecutor):
     thread_prefix = "tool"
     trace_name = "tool_executor"
 
@@ -34,6 +35,7 @@ class ToolExecutor(ExecutorActor):
         from brain.tools import run_tool
 
         environments = {env["name"]: env for env in msg.environments}
+        host_runner = self.host_runner(msg.session_id, msg.started)
 
         def environment_runner(name: str, op: str, request: dict, deadline: Any,
                                cancel_event: threading.Event) -> dict:
@@ -41,13 +43,14 @@ class ToolExecutor(ExecutorActor):
             if spec is None:
                 raise EnvironmentOpError("error", f"Environment {name!r} is not set up")
             root = self.settings.data_path / "environments" / msg.session_id / name
-            return run_environment_op(open_environment(spec, root), op, request, deadline,
-                                      cancel_event)
+            return run_environment_op(open_environment(spec, root, host_runner), op, request,
+                                      deadline, cancel_event)
 
         try:
             outcome = run_tool(msg.tool, msg.invocation, session_id=msg.session_id,
                                sequence=msg.started, deadline=msg.deadline, cancel=cancel,
-                               environment_runner=environment_runner).to_dict()
+                               environment_runner=environment_runner,
+                               host_runner=host_runner).to_dict()
         except Exception as exc:
             log.exception("tool call %s/%s failed inside Brain", msg.session_id, msg.started)
             outcome = {"content": f"internal error ({type(exc).__name__})", "is_error": True,

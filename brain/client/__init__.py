@@ -9,6 +9,7 @@
 
 from brain.client.client import Brain
 from brain.client.errors import (
+    AlreadyAnswered,
     BrainAPIError,
     BrainClientError,
     Cancelled,
@@ -35,6 +36,7 @@ from brain.client.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
+from brain.client.host import HostCall, HostServer, current_call
 from brain.client.keys import new_idempotency_key
 from brain.client.session import Session
 from brain.client.shapes import (
@@ -54,6 +56,7 @@ from brain.client.stream import EventStream
 
 __all__ = [
     "Brain", "Session", "EventStream", "CancelSignal", "Signal", "new_idempotency_key",
+    "HostServer", "HostCall", "current_call", "AlreadyAnswered",
     "Event", "EventPage", "ModelDelta", "Origin", "Receipt", "Transcript", "TurnError",
     "TurnResult", "TurnState", "CancelAnswer",
     "BrainClientError", "BrainAPIError", "ClientClosed", "Cancelled", "TransportError",

@@ -1,8 +1,9 @@
 """The entry point: `Brain(base_url, token)`, one client per bearer token.
 
-A client owns its connections. Closing it releases them and makes every later operation on it,
-its Session handles and its streams raise ClientClosed; it sends nothing, so sessions keep
-running, and hosted work accepted before the close still completes. `with_token` builds a
+A client owns its connections and the host servers it started. Closing it releases them (host
+handlers still running see their signal fire) and makes every later operation on it, its
+Session handles and its streams raise ClientClosed; it sends nothing about sessions, so they
+keep running, and hosted work accepted before the close still completes. `with_token` builds a
 sibling client with its own connections and lifetime, so an owner can hand a session token to
 code that may close its client without affecting the owner.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from brain import __version__
 from brain.client.errors import api_error
+from brain.client.host import HostServer, ToolHandler
 from brain.client.keys import check_idempotency_key
 from brain.client.session import Session
 from brain.client.transport import Response, Timeouts, Transport
@@ -37,12 +39,12 @@ class Brain:
             "turn_timeout": turn_timeout, "stream_timeout": stream_timeout,
             "max_idle_connections": max_idle_connections, "ssl_context": ssl_context,
         }
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
-                   "User-Agent": f"brain-python/{__version__}"}
-        timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
-                            stream=stream_timeout)
-        self._transport = Transport(self.base_url, headers, timeouts,
-                                    max_idle=max_idle_connections, ssl_context=ssl_context)
+        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
+                         "User-Agent": f"brain-python/{__version__}"}
+        self._timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
+                                  stream=stream_timeout)
+        self._transport = self._new_transport(max_idle_connections)
+        self._hosts: list[HostServer] = []
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -55,7 +57,11 @@ class Brain:
         return self._transport.closed
 
     def close(self) -> None:
-        """Release connections; idempotent. Never interrupts, ends or deletes a session."""
+        """Release connections and stop host servers; idempotent. Never interrupts, ends or
+        deletes a session. Running host handlers see their signal fire; close does not wait."""
+        hosts, self._hosts = self._hosts, []
+        for host in hosts:
+            host.stop(timeout=0)
         self._transport.close()
 
     def __enter__(self) -> Brain:
@@ -113,7 +119,34 @@ class Brain:
             if not cursor:
                 return
 
+    # --- host Tools and Environments --------------------------------------------------------
+
+    def serve_host(self, tools: dict[str, ToolHandler] | None = None,
+                   environments: dict[str, Any] | None = None, *, wait_secs: float = 25.0,
+                   max_concurrency: int = 16) -> HostServer:
+        """Serve `host` Tools and Environments from this process until stop() or close().
+
+        `tools` maps configured host Tool names to `handler(call) -> content` (or `{content,
+        is_error, events}`); `environments` maps configured host Environment names to objects
+        with `setup() detach() teardown() exec(request) read(request) write(request)`.
+        Polling runs on a background thread with its own connections (docs/host-tools.md).
+        """
+        self._check_open()
+        host = HostServer(self, tools, environments, wait_secs=wait_secs,
+                          max_concurrency=max_concurrency)
+        self._hosts.append(host)
+        return host.start()
+
+    def _host_stopped(self, host: HostServer) -> None:
+        if host in self._hosts:
+            self._hosts.remove(host)
+
     # --- plumbing ---------------------------------------------------------------------------
+
+    def _new_transport(self, max_idle: int) -> Transport:
+        """Connections of this client's server, token and timeouts, with a lifetime of their own."""
+        return Transport(self.base_url, self._headers, self._timeouts, max_idle=max_idle,
+                         ssl_context=self._options["ssl_context"])
 
     def _check_open(self) -> None:
         self._transport.check_open()

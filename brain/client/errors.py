@@ -117,6 +117,10 @@ class IdempotencyAmbiguous(Conflict):
     """
 
 
+class AlreadyAnswered(Conflict):
+    """409 already_answered: this host call was answered before (by this or another POST)."""
+
+
 class PayloadTooLarge(BrainAPIError):
     """413 payload_too_large."""
 
@@ -156,6 +160,7 @@ BY_CODE: dict[str, type[BrainAPIError]] = {
     "idempotency_conflict": IdempotencyConflict,
     "request_in_progress": RequestInProgress,
     "idempotency_ambiguous": IdempotencyAmbiguous,
+    "already_answered": AlreadyAnswered,
     "payload_too_large": PayloadTooLarge,
     "unsupported_media_type": UnsupportedMediaType,
     "session_damaged": SessionDamaged,

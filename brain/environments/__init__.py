@@ -12,6 +12,7 @@ from brain.environments.dispatch import (
     run_environment_op,
 )
 from brain.environments.errors import OP_FAILURES, EnvironmentOpError
+from brain.environments.host import HostEnvironment, HostRunner
 from brain.environments.local import LocalEnvironment
 from brain.environments.process import child_environment
 
@@ -21,6 +22,8 @@ __all__ = [
     "OP_FAILURES",
     "Deadline",
     "EnvironmentOpError",
+    "HostEnvironment",
+    "HostRunner",
     "LocalEnvironment",
     "child_environment",
     "open_environment",

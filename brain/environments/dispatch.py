@@ -14,28 +14,35 @@ from typing import Any
 
 from brain.environments.deadline import Deadline
 from brain.environments.errors import EnvironmentOpError
+from brain.environments.host import HostEnvironment, HostRunner
 from brain.environments.local import LocalEnvironment
 
 OPS = ("setup", "exec", "read", "write", "detach", "teardown")
-HOST_ENVIRONMENTS_MESSAGE = "host environments need a connected client"
+HOST_ENVIRONMENTS_MESSAGE = "no host dispatcher is available to this environment"
+
+Environment = LocalEnvironment | HostEnvironment
 
 
-def open_environment(spec: dict[str, Any], root: Path) -> LocalEnvironment:
-    """The Environment a `[environments.NAME]` table describes, rooted at `root`.
+def open_environment(spec: dict[str, Any], root: Path,
+                     host_runner: HostRunner | None = None) -> Environment:
+    """The Environment a `[environments.NAME]` table describes.
 
-    `host` Environments are served by a connected client process, which this layer cannot
-    reach yet; they are refused with a clear error rather than silently run locally.
+    A `local` one is rooted at `root`; a `host` one is performed by a client process through
+    `host_runner`, and without a runner it is refused rather than silently run locally.
     """
     kind = spec.get("kind") if isinstance(spec, dict) else None
     if kind == "local":
         return LocalEnvironment(root)
     if kind == "host":
-        raise EnvironmentOpError("error", HOST_ENVIRONMENTS_MESSAGE)
+        name = spec.get("name")
+        if host_runner is None or not isinstance(name, str):
+            raise EnvironmentOpError("error", HOST_ENVIRONMENTS_MESSAGE)
+        return HostEnvironment(name, host_runner)
     raise EnvironmentOpError("error", f"unknown environment kind {kind!r}")
 
 
 def run_environment_op(
-    env: LocalEnvironment,
+    env: Environment,
     op: str,
     request: dict[str, Any],
     deadline: float | None,
@@ -54,6 +61,8 @@ def run_environment_op(
         raise EnvironmentOpError("cancelled", f"{op} cancelled before it started")
     if Deadline(deadline).expired():
         raise EnvironmentOpError("timeout", f"{op} deadline passed before it started")
+    if isinstance(env, HostEnvironment):
+        return env.run(op, request, deadline, cancel)  # each op is a remote call: deadline too
     try:
         if op == "exec":
             return env.exec(request, deadline, cancel)

@@ -6,7 +6,13 @@ docs/tools-and-environments.md for routes, the http wire format and the outcome 
 
 from brain.tools.builtins import BUILTINS
 from brain.tools.outcome import FAILURES, OUTCOMES, EventShapeError, ToolOutcome, check_events
-from brain.tools.run import HOST_TOOLS_MESSAGE, TOOL_ENVIRONMENT_OPS, EnvironmentRunner, run_tool
+from brain.tools.run import (
+    HOST_TOOLS_MESSAGE,
+    TOOL_ENVIRONMENT_OPS,
+    EnvironmentRunner,
+    HostRunner,
+    run_tool,
+)
 
 __all__ = [
     "BUILTINS",
@@ -16,6 +22,7 @@ __all__ = [
     "TOOL_ENVIRONMENT_OPS",
     "EnvironmentRunner",
     "EventShapeError",
+    "HostRunner",
     "ToolOutcome",
     "check_events",
     "run_tool",

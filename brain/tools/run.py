@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from brain.environments.deadline import Deadline
+from brain.environments.host import HostRunner
 from brain.tools.builtins import BUILTINS, Call
 from brain.tools.http_route import call_http_tool
 from brain.tools.outcome import FAILURES, ToolOutcome
@@ -24,7 +25,7 @@ EnvironmentRunner = Callable[[str, str, dict[str, Any], float | None, threading.
 TOOL_ENVIRONMENT_OPS = ("exec", "read", "write")
 """Ops a Tool may route to. Lifecycle ops (setup, detach, teardown) belong to the session."""
 
-HOST_TOOLS_MESSAGE = "host tools need a connected client"
+HOST_TOOLS_MESSAGE = "no host dispatcher is available to this tool call"
 
 
 def run_tool(
@@ -36,6 +37,7 @@ def run_tool(
     deadline: float | None,
     cancel: threading.Event,
     environment_runner: EnvironmentRunner | None = None,
+    host_runner: HostRunner | None = None,
 ) -> ToolOutcome:
     """Run one Tool call and say what came of it.
 
@@ -68,7 +70,7 @@ def run_tool(
     if route == "environment":
         return _run_environment(tool, invocation["input"], deadline, cancel, environment_runner)
     if route == "host":
-        return ToolOutcome.failed("error", HOST_TOOLS_MESSAGE)
+        return _run_host(tool, invocation["input"], deadline, cancel, host_runner)
     return ToolOutcome.failed("error", f"unknown tool route {route!r}")
 
 
@@ -83,6 +85,44 @@ def _run_builtin(
         return builtin(value, Call(deadline=until, cancel=cancel))
     except Exception as exc:  # a builtin bug must become a result, not kill the executor
         return ToolOutcome.failed("error", f"builtin {name} failed ({type(exc).__name__})")
+
+
+def _run_host(
+    tool: dict[str, Any],
+    value: Any,
+    deadline: float | None,
+    cancel: threading.Event,
+    runner: HostRunner | None,
+) -> ToolOutcome:
+    """A client process performs the call; its answer counts like an http Tool's (outcome `ok`
+    whatever `is_error` says), and the runner's failure carries what Brain knows."""
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        return ToolOutcome.failed("error", "host tool has no name")
+    if runner is None:
+        return ToolOutcome.failed("error", HOST_TOOLS_MESSAGE)
+    try:
+        answer = runner("tool", name, None, value, deadline, cancel)
+    except Exception as exc:
+        return _failure_of(exc, "host tool call ended abnormally")
+    try:
+        if answer.get("outcome") == "cancelled":
+            return ToolOutcome(answer["content"], True, "cancelled", answer.get("events") or [])
+        return ToolOutcome.ok(answer["content"], is_error=bool(answer.get("is_error")),
+                              events=answer.get("events") or [])
+    except (AttributeError, KeyError, TypeError, ValueError):
+        # The host answered, but not in a shape the journal can take: it may have acted.
+        return ToolOutcome.failed("unknown", "host tool answer was malformed")
+
+
+def _failure_of(exc: Exception, abnormal: str) -> ToolOutcome:
+    """An error carrying the contract's outcome and a message, or else `unknown`."""
+    outcome = getattr(exc, "outcome", None)
+    message = getattr(exc, "message", None)
+    if outcome in FAILURES and isinstance(message, str):
+        return ToolOutcome.failed(outcome, message)
+    # Not a reported failure but a fault in the runner: the call may already have run.
+    return ToolOutcome.failed("unknown", abnormal)
 
 
 def _run_environment(
@@ -105,10 +145,5 @@ def _run_environment(
     try:
         result = runner(environment, op, value, deadline, cancel)
     except Exception as exc:
-        outcome = getattr(exc, "outcome", None)
-        message = getattr(exc, "message", None)
-        if outcome in FAILURES and isinstance(message, str):
-            return ToolOutcome.failed(outcome, message)
-        # Not an op failure but a fault in the runner: the op may already have run.
-        return ToolOutcome.failed("unknown", f"environment {op} ended abnormally")
+        return _failure_of(exc, f"environment {op} ended abnormally")
     return ToolOutcome.ok(result)

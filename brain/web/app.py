@@ -15,6 +15,7 @@ from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddl
 from brain.web.openapi import OpenApiResource
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
+from brain.web.resources.host import HostCallResource, HostPollResource
 from brain.web.resources.lifecycle import CancelResource, EndResource, TokensResource
 from brain.web.resources.messages import MessagesResource
 from brain.web.resources.metrics import MetricsResource, WorkerMetrics
@@ -45,6 +46,8 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway, gate))
     app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
+    app.add_route("/v1/host/poll", HostPollResource(config, gateway))
+    app.add_route("/v1/host/calls/{call_id}", HostCallResource(gateway))
     app.add_route("/openapi.json", OpenApiResource(config))
     return app
 

@@ -70,6 +70,8 @@ class AuthMiddleware:
         scope = req.context.get("session_scope")
         if scope is None or req.path in PUBLIC_PATHS:
             return
+        if getattr(resource, "scopes_itself", False):
+            return  # not about one session: the resource narrows what it does to `scope`
         target = params.get("session_id")
         if target is None or getattr(resource, "operator_only", False):
             raise errors.Forbidden("a session token cannot do this")

@@ -16,6 +16,7 @@ import falcon
 import falcon.inspect
 
 from brain.config import MESSAGE_ROLES, BrainConfig
+from brain.host import DEFAULT_CALLS_PER_POLL, DEFAULT_WAIT_SECS, MAX_CALLS_PER_POLL, MAX_WAIT_SECS
 
 OPENAPI_VERSION = "3.0.3"
 API_VERSION = "0.1.0"
@@ -24,7 +25,7 @@ ERROR_CODES = (
     "invalid_request", "unauthorized", "forbidden", "not_found", "session_busy",
     "session_ended", "session_active", "idempotency_conflict", "request_in_progress",
     "idempotency_ambiguous", "payload_too_large", "unsupported_media_type", "session_damaged",
-    "teardown_failed", "draining", "internal",
+    "teardown_failed", "draining", "internal", "already_answered",
 )  # fmt: skip
 SESSION_STATUSES = ("creating", "idle", "running", "ending", "ended", "failed", "damaged")
 SESSION_ID_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
@@ -39,7 +40,7 @@ ERROR_MEANINGS = {
     403: "forbidden: a session token used on a route that is not about its own session",
     404: "not_found: no such session (or another session, for a session token)",
     409: "session_busy, session_ended, session_active, idempotency_conflict, "
-    "request_in_progress or idempotency_ambiguous",
+    "request_in_progress, idempotency_ambiguous, or already_answered (a host call)",
     413: "payload_too_large: the body exceeds this route's limit",
     415: "unsupported_media_type: a body that is not application/json",
     500: "session_damaged (the journal is refused) or internal",
@@ -279,6 +280,67 @@ def _schemas(config: BrainConfig | None) -> dict[str, Any]:
             "type": "object",
             "required": ["status"],
             "properties": {"status": {"type": "string"}},
+        },
+        **_host_schemas(sequence),
+    }
+
+
+def _host_schemas(sequence: dict[str, Any]) -> dict[str, Any]:
+    """Host calls (docs/host-tools.md): a poll, the calls it hands out, and a host's answer."""
+    names = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+    return {
+        "HostPollBody": {
+            "type": "object",
+            "additionalProperties": False,
+            "description": "Names of configured host Tools and Environments this host serves "
+            "(at least one in all).",
+            "properties": {
+                "tools": names,
+                "environments": names,
+                "wait_secs": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECS,
+                              "default": DEFAULT_WAIT_SECS},
+                "max_calls": {"type": "integer", "minimum": 0, "maximum": MAX_CALLS_PER_POLL,
+                              "default": DEFAULT_CALLS_PER_POLL},
+                "host_id": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$",
+                            "description": "This host's id: a newer poll with the same id "
+                            "answers its waiting predecessor at once, empty."},
+            },
+        },
+        "HostCall": {
+            "type": "object",
+            "required": ["call_id", "kind", "name", "session_id", "sequence", "deadline"],
+            "properties": {
+                "call_id": {"type": "string"},
+                "kind": {"type": "string", "enum": ["tool", "environment"]},
+                "name": {"type": "string"},
+                "session_id": {"type": "string", "pattern": SESSION_ID_PATTERN},
+                "sequence": sequence,
+                "deadline": _nullable({"type": "number", "description": "Epoch seconds."}),
+                "input": {"description": "A Tool call's input (any JSON)."},
+                "op": {"type": "string", "enum": ["setup", "exec", "read", "write", "detach",
+                                                  "teardown"]},
+                "request": {"type": "object"},
+            },
+        },
+        "HostPollAnswer": {
+            "type": "object",
+            "required": ["calls", "cancel"],
+            "properties": {
+                "calls": {"type": "array", "items": _ref("HostCall"),
+                          "maxItems": MAX_CALLS_PER_POLL},
+                "cancel": {"type": "array", "items": {"type": "string"},
+                           "description": "Calls handed to this host that Brain cancelled."},
+            },
+        },
+        "HostAnswerBody": {
+            "type": "object",
+            "description": "A Tool: `{content, is_error?, events?, outcome?: ok|cancelled}`. "
+            "An Environment op: `{result: {...}}` or `{error: {message, outcome?}}`.",
+        },
+        "Accepted": {
+            "type": "object",
+            "required": ["accepted"],
+            "properties": {"accepted": {"type": "boolean", "enum": [True]}},
         },
     }
 
@@ -556,6 +618,25 @@ def _paths() -> dict[str, Any]:
                     **_errors((400, 401, 403, 404, 413, 415, 500)),
                 },
                 body=_empty_body(),
+            ),
+        },
+        "/v1/host/poll": {
+            "post": _operation(
+                "pollHostCalls",
+                "Take calls for the host Tools and Environments this host serves (long poll)",
+                {**_ok("Calls and cancel notices; empty after wait_secs", "HostPollAnswer"),
+                 **_errors((400, 401, 413, 415, 500))},
+                body=_json_body("HostPollBody", True, "64 KiB"),
+            ),
+        },
+        "/v1/host/calls/{call_id}": {
+            "parameters": [{"name": "call_id", "in": "path", "required": True,
+                            "schema": {"type": "string"}}],
+            "post": _operation(
+                "answerHostCall",
+                "Answer one call this host took, once",
+                {**_ok("Taken", "Accepted"), **_errors((400, 401, 404, 409, 413, 415, 500))},
+                body=_json_body("HostAnswerBody", True, "8 MiB"),
             ),
         },
         "/healthz": {

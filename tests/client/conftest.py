@@ -2,7 +2,9 @@
 
 The server is shared by the package's tests to keep their runtime short; every test creates its
 own sessions, so none depends on another's state. Models: `scripted` (the default, instant
-echo), `slow` (20 s before answering: cancelled long before that) and `stream` (four deltas).
+echo), `slow` (20 s before answering: cancelled long before that), `stream` (four deltas) and
+`hostcaller` / `shellcaller` (call the host Tool `hosted` / the host Environment `remote`'s exec
+through `remote_shell`, then answer with the tool results).
 """
 
 from __future__ import annotations
@@ -24,6 +26,28 @@ script = [ { text = "too late", delay_ms = 20000 } ]
 [models.stream]
 provider = "scripted"
 script = [ { text = "one two three four", stream_chunks = 4, chunk_delay_ms = 150 } ]
+
+[models.hostcaller]
+provider = "scripted"
+script = [ { tool_calls = [ { name = "hosted", input = { word = "hi" } } ] }, { delay_ms = 0 } ]
+
+[models.shellcaller]
+provider = "scripted"
+script = [ { tool_calls = [ { name = "remote_shell", input = { argv = ["uname"] } } ] },
+           { delay_ms = 0 } ]
+
+[tools.hosted]
+route = "host"
+description = "Served by a HostServer of the test process."
+
+[environments.remote]
+kind = "host"
+
+[tools.remote_shell]
+route = "environment"
+environment = "remote"
+op = "exec"
+description = "Run a command on the host."
 """
 
 

@@ -28,7 +28,8 @@ def server(tmp_path: Path) -> Iterator[BrainServer]:
         tmp_path,
         f'[agentloops.spin]\npath = "{spin}"\n'
         '[environments.remote]\nkind = "host"\n',
-        {"BRAIN_MAX_TURN_SECS": str(TURN_SECS), "BRAIN_TRACE": str(tmp_path / "trace.jsonl")},
+        {"BRAIN_MAX_TURN_SECS": str(TURN_SECS), "BRAIN_TRACE": str(tmp_path / "trace.jsonl"),
+         "BRAIN_HOST_ENVIRONMENT_SECS": "1"},  # no host serves `remote`: its setup times out
     )
     try:
         yield s.start()
@@ -98,7 +99,7 @@ def test_delete_tears_down_only_environments_that_were_set_up(server: BrainServe
     created = server.request("POST", "/v1/sessions", json={"environments": ["remote"]})
     assert created.status_code == 201
     session = created.json()
-    assert session["status"] == "failed"  # a host Environment has no host to set it up
+    assert session["status"] == "failed"  # no host served the host Environment's setup
     sid = session["id"]
     deleted = server.request("DELETE", f"/v1/sessions/{sid}", headers={"Idempotency-Key": "d"})
     assert deleted.status_code == 204, deleted.text

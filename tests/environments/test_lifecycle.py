@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -116,7 +117,7 @@ def test_open_environment(tmp_path: Path):
     env = open_environment({"kind": "local"}, tmp_path / "w")
     assert isinstance(env, LocalEnvironment) and env.root == tmp_path / "w"
     with pytest.raises(EnvironmentOpError) as caught:
-        open_environment({"kind": "host"}, tmp_path / "h")
+        open_environment({"kind": "host", "name": "h"}, tmp_path / "h")
     assert (caught.value.outcome, caught.value.message) == ("error", HOST_ENVIRONMENTS_MESSAGE)
     with pytest.raises(EnvironmentOpError):
         open_environment({"kind": "cloud"}, tmp_path / "c")
@@ -125,3 +126,41 @@ def test_open_environment(tmp_path: Path):
 def test_root_must_be_absolute():
     with pytest.raises(ValueError):
         LocalEnvironment(Path("relative/root"))
+
+
+class HostFailure(Exception):
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome, self.message = outcome, message
+
+
+def test_host_environment_sends_every_op_to_its_runner(tmp_path: Path):
+    calls = []
+
+    def runner(kind, name, op_name, request, deadline, cancel):
+        calls.append((kind, name, op_name, request, deadline))
+        if op_name == "read":
+            return {"error": {"message": "no such file", "outcome": "error"}}
+        if op_name == "write":
+            raise HostFailure("unknown", "the host took it and went quiet")
+        if op_name == "detach":
+            return {"result": "not an object"}
+        return {"result": {"op": op_name}}
+
+    env = open_environment({"kind": "host", "name": "remote"}, tmp_path / "unused", runner)
+    deadline = time.time() + 60
+    assert run_environment_op(env, "setup", {}, deadline, threading.Event()) == {"op": "setup"}
+    assert run_environment_op(env, "exec", {"argv": ["ls"]}, None, threading.Event()) \
+        == {"op": "exec"}
+    for name, outcome in (("read", "error"), ("write", "unknown"), ("detach", "unknown")):
+        with pytest.raises(EnvironmentOpError) as caught:
+            run_environment_op(env, name, {"path": "f"}, None, threading.Event())
+        assert caught.value.outcome == outcome
+    assert calls[0] == ("environment", "remote", "setup", {}, deadline)
+    assert [c[2] for c in calls] == ["setup", "exec", "read", "write", "detach"]
+    assert not (tmp_path / "unused").exists()  # a host Environment has nothing local
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(EnvironmentOpError) as caught:
+        run_environment_op(env, "teardown", {}, None, cancel)
+    assert caught.value.outcome == "cancelled" and len(calls) == 5  # not sent

@@ -123,17 +123,63 @@ def test_cancel_or_deadline_before_start_runs_nothing(monkeypatch):
 # -- host and unknown routes, bad invocations -------------------------------------------------
 
 
-def test_host_route_needs_a_client():
-    result = run_tool(
-        {"name": "ask", "route": "host"},
-        {"id": "c", "input": {}},
-        session_id="s",
-        sequence=1,
-        deadline=None,
-        cancel=threading.Event(),
-    )
+def host(runner, value: object = None, **kwargs) -> ToolOutcome:
+    kwargs.setdefault("deadline", None)
+    kwargs.setdefault("cancel", threading.Event())
+    return run_tool({"name": "ask", "route": "host"}, {"id": "c", "input": value},
+                    session_id="s", sequence=1, host_runner=runner, **kwargs)
+
+
+class Failed(Exception):
+    def __init__(self, outcome: str, message: str) -> None:
+        super().__init__(message)
+        self.outcome, self.message = outcome, message
+
+
+def test_host_route_needs_a_runner():
+    result = host(None)
     assert_failed(result, "error")
     assert result.content == HOST_TOOLS_MESSAGE
+
+
+def test_host_route_passes_the_call_and_takes_the_answer():
+    seen = []
+
+    def runner(kind, name, op, payload, deadline, cancel):
+        seen.append((kind, name, op, payload, deadline))
+        return {"content": {"n": 1}, "is_error": True, "outcome": "ok",
+                "events": [{"kind": "asked", "data": {}}]}
+
+    deadline = time.time() + 60
+    result = host(runner, {"q": 1}, deadline=deadline)
+    assert seen == [("tool", "ask", None, {"q": 1}, deadline)]
+    assert result == ToolOutcome({"n": 1}, True, "ok", [{"kind": "asked", "data": {}}])
+
+
+def test_host_route_outcomes():
+    def answering(answer):
+        return lambda *args: answer
+
+    def raising(exc):
+        def runner(*args):
+            raise exc
+        return runner
+
+    cancelled = host(answering({"content": "stopped", "is_error": True, "outcome": "cancelled",
+                                "events": []}))
+    assert (cancelled.outcome, cancelled.content) == ("cancelled", "stopped")
+    for outcome in ("timeout", "unknown", "cancelled", "error"):
+        result = host(raising(Failed(outcome, f"it was {outcome}")))
+        assert_failed(result, outcome)
+        assert result.content == f"it was {outcome}"
+    assert_failed(host(raising(RuntimeError("bug"))), "unknown")
+    assert_failed(host(answering({"is_error": False})), "unknown")  # no content: malformed
+    ran = []
+    cancel = threading.Event()
+    cancel.set()
+    assert_failed(host(lambda *a: ran.append(a), cancel=cancel), "cancelled")
+    assert_failed(host(lambda *a: ran.append(a), deadline=time.time() - 1), "timeout")
+    assert ran == []  # nothing is sent once cancelled or out of time
 
 
 @pytest.mark.parametrize("tool", [{"name": "x", "route": "carrier-pigeon"}, {"name": "x"}, None])

@@ -69,6 +69,7 @@ def test_contract_routes_are_all_documented() -> None:
         ("POST", f"{sid}/messages"), ("GET", f"{sid}/events"), ("GET", f"{sid}/transcript"),
         ("POST", f"{sid}/cancel"), ("POST", f"{sid}/end"), ("POST", f"{sid}/tokens"),
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
+        ("POST", "/v1/host/poll"), ("POST", "/v1/host/calls/{call_id}"),
     }  # fmt: skip
 
 

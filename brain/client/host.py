@@ -1,0 +1,312 @@
+"""Serving `host` Tools and Environments from this process: `brain.serve_host(...)`.
+
+A HostServer long-polls Brain (POST /v1/host/poll) on a background thread with connections of
+its own, runs each call it is given in a thread of its own, and POSTs the answer once
+(POST /v1/host/calls/{call_id}). Brain hands a call to one poll answer only, ever, so nothing
+here retries: an answer whose POST failed midway may or may not have arrived, and Brain then
+records the call as `unknown` rather than run it twice (docs/host-tools.md).
+
+When Brain cancels a call (its turn was interrupted or timed out), the next poll answer names
+it and the handler's `context.signal` fires; a handler that owns a child session passes it on
+with `child.send(text, signal=context.signal)` (sessions.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from brain.client.errors import (
+    BrainAPIError,
+    BrainClientError,
+    ClientClosed,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    TransportError,
+    Unauthorized,
+    api_error,
+)
+from brain.client.signal import CancelSignal
+from brain.client.transport import Transport, quote_segment
+
+if TYPE_CHECKING:
+    from brain.client.client import Brain
+
+log = logging.getLogger("brain.client")
+
+POLL_MARGIN_SECS = 15.0  # the server answers a poll by wait_secs (+5 s); never cut it short
+BUSY_WAIT_SECS = 1.0  # with every slot busy, poll this often for cancel notices only
+FIRST_BACKOFF_SECS = 0.5
+MAX_BACKOFF_SECS = 5.0
+ANSWER_TIMEOUT_SECS = 30.0
+RELEASE_TIMEOUT_SECS = 5.0
+ENVIRONMENT_OPS = ("setup", "detach", "teardown", "exec", "read", "write")
+REQUEST_OPS = ("exec", "read", "write")  # the ops whose method takes the request
+TOOL_ANSWER_KEYS = frozenset({"content", "is_error", "events"})
+
+ToolHandler = Callable[["HostCall"], Any]
+
+_current = threading.local()
+
+
+@dataclass
+class HostCall:
+    """One call Brain gave this host: the context a handler receives.
+
+    `sequence` is the `tool_call_started` (or `environment_op_started`) record: with
+    `session_id`, the operation's only identifier. `deadline` is a `time.time()` epoch or None.
+    `signal` fires when Brain cancels the call or the HostServer stops; `brain` is the client
+    that serves, for handlers that drive other sessions.
+    """
+
+    call_id: str
+    kind: str  # "tool" | "environment"
+    name: str
+    session_id: str
+    sequence: int
+    deadline: float | None
+    brain: Brain
+    input: Any = None  # a Tool's input
+    op: str | None = None  # an Environment op
+    request: dict[str, Any] | None = None  # an Environment op's request
+    signal: CancelSignal = field(default_factory=CancelSignal)
+
+    def remaining(self) -> float | None:
+        """Seconds until the deadline (never negative), or None when the call has none."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.time())
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any], brain: Brain) -> HostCall:
+        return cls(call_id=item["call_id"], kind=item["kind"], name=item["name"],
+                   session_id=item["session_id"], sequence=item["sequence"],
+                   deadline=item.get("deadline"), brain=brain, input=item.get("input"),
+                   op=item.get("op"), request=item.get("request"))
+
+
+def current_call() -> HostCall | None:
+    """The call the calling handler thread serves (Environment methods receive no context)."""
+    return getattr(_current, "call", None)
+
+
+class HostServer:
+    """A running host: see `Brain.serve_host`. Stop it with `stop()` or by closing the client."""
+
+    def __init__(self, brain: Brain, tools: Mapping[str, ToolHandler] | None = None,
+                 environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
+                 max_concurrency: int = 16) -> None:
+        self.tools = dict(tools or {})
+        self.environments = dict(environments or {})
+        if not self.tools and not self.environments:
+            raise ValueError("serve at least one host tool or environment")
+        if not 0 <= wait_secs <= 30:
+            raise ValueError("wait_secs must be between 0 and 30")
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.brain = brain
+        self.wait_secs = wait_secs
+        self.max_concurrency = max_concurrency
+        self.host_id = f"py-{secrets.token_hex(8)}"
+        self.error: BrainAPIError | None = None  # set when Brain refused to serve this host
+        self._transport: Transport = brain._new_transport(max_idle=2)
+        self._lock = threading.Lock()
+        self._running: dict[str, HostCall] = {}
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._poll_forever, daemon=True,
+                                        name=f"brain-host-{self.host_id}")
+
+    def __repr__(self) -> str:
+        return f"<HostServer {self.host_id} tools={sorted(self.tools)} " \
+               f"environments={sorted(self.environments)}>"
+
+    def start(self) -> HostServer:
+        self._thread.start()
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def __enter__(self) -> HostServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- stopping ---------------------------------------------------------------------------
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop taking calls; give running handlers `timeout` s, then fire their signals.
+
+        The poll waiting on the server is released at once (a zero-wait poll from this host
+        supersedes it), so no call is handed to a host that is no longer listening. Returns
+        True when no handler was left running. Idempotent.
+        """
+        until = time.monotonic() + max(0.0, timeout)
+        self._stopping.set()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            for _ in range(2):  # a release can overtake the poll it means to end; once more
+                self._release_poll()
+                self._thread.join(min(2.0, max(0.0, until - time.monotonic())) or 0.05)
+                if not self._thread.is_alive():
+                    break
+        while self._running_calls() and time.monotonic() < until:
+            time.sleep(0.02)
+        left = self._running_calls()
+        for call in left:
+            call.signal.cancel("the host server stopped")
+        self._transport.close()  # a poll still stuck in flight is cut off here
+        self.brain._host_stopped(self)
+        return not left
+
+    def _running_calls(self) -> list[HostCall]:
+        with self._lock:
+            return list(self._running.values())
+
+    def _release_poll(self) -> None:
+        try:
+            answer = self._post("/v1/host/poll", self._poll_body(0, 0), RELEASE_TIMEOUT_SECS)
+            self._apply_cancels(answer.get("cancel") or [])
+        except BrainClientError as exc:
+            log.debug("host %s: releasing the waiting poll failed: %s", self.host_id, exc)
+
+    # --- polling ----------------------------------------------------------------------------
+
+    def _poll_body(self, max_calls: int, wait_secs: float) -> dict[str, Any]:
+        return {"tools": sorted(self.tools), "environments": sorted(self.environments),
+                "wait_secs": wait_secs, "max_calls": max_calls, "host_id": self.host_id}
+
+    def _poll_forever(self) -> None:
+        backoff = FIRST_BACKOFF_SECS
+        while not self._stopping.is_set():
+            free = self.max_concurrency - len(self._running_calls())
+            wait = self.wait_secs if free > 0 else min(self.wait_secs, BUSY_WAIT_SECS)
+            try:
+                answer = self._post("/v1/host/poll", self._poll_body(max(0, free), wait),
+                                    wait + POLL_MARGIN_SECS)
+            except ClientClosed:
+                return
+            except (InvalidRequest, Unauthorized, Forbidden) as exc:
+                self.error = exc  # asking again would get the same answer
+                log.error("host %s: Brain refuses to serve it: %s", self.host_id, exc)
+                return
+            except BrainClientError as exc:
+                if self._stopping.is_set():
+                    return
+                log.warning("host %s: poll failed (retrying in %.1f s): %s", self.host_id,
+                            backoff, exc)
+                self._stopping.wait(backoff)
+                backoff = min(MAX_BACKOFF_SECS, backoff * 2)
+                continue
+            backoff = FIRST_BACKOFF_SECS
+            # Calls in this answer were handed to this host alone: run them even when stopping.
+            for item in answer.get("calls") or []:
+                self._start_call(HostCall.from_json(item, self.brain))
+            self._apply_cancels(answer.get("cancel") or [])
+
+    def _apply_cancels(self, call_ids: list[str]) -> None:
+        for call_id in call_ids:
+            with self._lock:
+                call = self._running.get(call_id)
+            if call is not None:
+                call.signal.cancel("Brain cancelled the host call")
+
+    # --- running calls ----------------------------------------------------------------------
+
+    def _start_call(self, call: HostCall) -> None:
+        with self._lock:
+            self._running[call.call_id] = call
+        threading.Thread(target=self._serve, args=(call,), daemon=True,
+                         name=f"brain-host-call-{call.call_id}").start()
+
+    def _serve(self, call: HostCall) -> None:
+        _current.call = call
+        try:
+            answer = self._tool_answer(call) if call.kind == "tool" else self._env_answer(call)
+            self._post_answer(call, answer)
+        finally:
+            _current.call = None
+            with self._lock:
+                self._running.pop(call.call_id, None)
+
+    def _tool_answer(self, call: HostCall) -> dict[str, Any]:
+        handler = self.tools.get(call.name)
+        if handler is None:
+            return {"content": f"this host does not serve the tool {call.name!r}",
+                    "is_error": True}
+        try:
+            value = handler(call)
+        except Exception as exc:
+            log.info("host tool %s (%s) raised %r", call.name, call.call_id, exc)
+            answer: dict[str, Any] = {"content": _message(exc), "is_error": True}
+            if call.signal.cancelled:
+                answer["outcome"] = "cancelled"
+            return answer
+        if isinstance(value, dict) and "content" in value and set(value) <= TOOL_ANSWER_KEYS:
+            return dict(value)
+        return {"content": value, "is_error": False}
+
+    def _env_answer(self, call: HostCall) -> dict[str, Any]:
+        handler = self.environments.get(call.name)
+        method = getattr(handler, call.op, None) if call.op in ENVIRONMENT_OPS else None
+        if handler is None or not callable(method):
+            return {"error": {"message": f"this host's environment {call.name!r} has no "
+                                         f"{call.op} operation"}}
+        try:
+            result = method(call.request or {}) if call.op in REQUEST_OPS else method()
+        except Exception as exc:
+            log.info("host environment %s.%s (%s) raised %r", call.name, call.op, call.call_id,
+                     exc)
+            error: dict[str, Any] = {"message": _message(exc)}
+            if call.signal.cancelled:
+                error["outcome"] = "cancelled"
+            return {"error": error}
+        if result is None:
+            result = {}
+        if not isinstance(result, dict):
+            return {"error": {"message": f"{call.op} returned {type(result).__name__}, "
+                                         f"not an object"}}
+        return {"result": result}
+
+    def _post_answer(self, call: HostCall, answer: dict[str, Any]) -> None:
+        """Once. A lost answer is not resent: Brain records the call `unknown` (never rerun)."""
+        try:
+            json.dumps(answer, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            message = f"the handler's answer is not JSON ({exc})"
+            answer = {"content": message, "is_error": True} if call.kind == "tool" \
+                else {"error": {"message": message}}
+        path = f"/v1/host/calls/{quote_segment(call.call_id)}"
+        try:
+            self._post(path, answer, ANSWER_TIMEOUT_SECS)
+        except ClientClosed:
+            log.warning("host call %s: the host server stopped before the answer was posted",
+                        call.call_id)
+        except TransportError as exc:
+            log.error("host call %s: the answer may not have reached Brain and is not resent "
+                      "(Brain records it unknown if it did not): %s", call.call_id, exc)
+        except NotFound:
+            log.warning("host call %s: Brain no longer waits for it (deadline passed or the "
+                        "call was settled); the answer was dropped", call.call_id)
+        except BrainClientError as exc:
+            log.error("host call %s: Brain refused the answer: %s", call.call_id, exc)
+
+    def _post(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+        data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+        answer = self._transport.request("POST", path, body=data,
+                                         headers={"Content-Type": "application/json"},
+                                         timeout=timeout)
+        if not 200 <= answer.status < 300:
+            raise api_error(answer.status, answer.body, answer.headers)
+        value = answer.json()
+        return value if isinstance(value, dict) else {}
+
+
+def _message(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

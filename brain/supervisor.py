@@ -200,6 +200,7 @@ def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
 
 def serve() -> int:
     try:
+        use_default_config_file()
         settings = Settings.from_env()
         BrainConfig.load(settings.config)  # refuse a broken configuration before starting
     except (ConfigError, SettingError) as exc:
@@ -211,6 +212,17 @@ def serve() -> int:
     clear_live_sockets(settings)
     stop_draining(settings.data_path)
     return Supervisor(settings).run()
+
+
+DEFAULT_CONFIG_FILE = Path("conf") / "brain.toml"
+
+
+def use_default_config_file() -> None:
+    """With BRAIN_CONFIG unset, `conf/brain.toml` of the working directory is the configuration
+    when it exists (contract: "conf/brain.toml, path from BRAIN_CONFIG"). Resolved once here and
+    exported, so every process of this server reads the same file whatever its directory."""
+    if not os.environ.get("BRAIN_CONFIG") and DEFAULT_CONFIG_FILE.is_file():
+        os.environ["BRAIN_CONFIG"] = str(DEFAULT_CONFIG_FILE.resolve())
 
 
 def clear_live_sockets(settings: Settings) -> None:

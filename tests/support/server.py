@@ -50,8 +50,10 @@ class PortTaken(RuntimeError):
 
 
 class BrainServer:
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None,
+                 cwd: Path | None = None) -> None:
         self.data_dir = data_dir
+        self.cwd = cwd  # the directory `brain serve` starts in (None: the test's own)
         self.token = "test-operator-token"
         self.extra_env = env or {}
         self.port = free_port()
@@ -94,7 +96,7 @@ class BrainServer:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "brain.cli", "serve"],
                                          env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+                                         start_new_session=True, cwd=self.cwd)
         deadline = time.monotonic() + START_TIMEOUT_SECS
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

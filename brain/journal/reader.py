@@ -145,22 +145,10 @@ class SessionReader:
             return None, exc
 
     def _page(self, after: int, limit: int) -> dict[str, Any]:
-        # The loop of `_events`, inlined: a page is the web layer's most frequent large read.
         events: list[dict[str, Any]] = []
         size = 0
         has_more = False
-        cursor, length = self._seek(after + 1)
-        for frame in JournalScan(self.journal_dir, cursor):
-            record = frame.record
-            before = length
-            if record["kind"] == "transcript_changed":
-                length = record["length"]
-            if frame.seq <= after:
-                continue
-            event = to_event(record, before, owned=True)
-            if event is None:
-                continue
-            frame_size = FRAME_HEADER_SIZE + len(frame.payload)
+        for frame_size, event in self._events(after):
             if len(events) >= limit or (events and size + frame_size > PAGE_BYTES):
                 has_more = True
                 break
@@ -172,14 +160,16 @@ class SessionReader:
     def events_after(self, after: int = 0) -> Iterator[dict[str, Any]]:
         """Every committed Event with sequence > `after`, in order (SSE catch-up). It ends at
         the end of the journal as it was when reading reached it."""
-        for _frame, event in self._events(after):
+        for _size, event in self._events(after):
             yield event
 
     def follower(self, after: int = 0) -> EventFollower:
         """An incremental reader of Events after `after`, for a live subscriber."""
         return EventFollower(self, after)
 
-    def _events(self, after: int) -> Iterator[tuple[Any, dict[str, Any]]]:
+    def _events(self, after: int) -> Iterator[tuple[int, dict[str, Any]]]:
+        """`(frame size, Event)` for each Event after `after`: the one loop of page reads and
+        SSE catch-up (the size is what the page's 8 MiB bound counts)."""
         cursor, length = self._seek(after + 1)
         for frame in JournalScan(self.journal_dir, cursor):
             record = frame.record
@@ -190,7 +180,7 @@ class SessionReader:
                 continue
             event = to_event(record, before, owned=True)
             if event is not None:
-                yield frame, event
+                yield FRAME_HEADER_SIZE + len(frame.payload), event
 
     def _seek(self, seq: int) -> tuple[Cursor | None, int]:
         """Where to start reading so that `seq` is reached soon, and the transcript length

@@ -173,6 +173,11 @@ class EventStream:
                 delta = body.get("delta", "") if isinstance(body, dict) else ""
                 self._pending.append(ModelDelta(started=started, delta=str(delta)))
             return
+        if message.event == "error" and message.id is None:
+            # The server found the session's journal damaged mid-stream: its last word, in the
+            # contract's error body. Reconnecting would only be answered 500 again.
+            self.close()
+            raise api_error(500, message.data.encode(), {})
         if message.id is None:
             return  # not a committed Event, and not a kind this SDK knows: ignore
         event = Event.from_json(_json(message.data))

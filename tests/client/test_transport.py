@@ -19,6 +19,7 @@ import pytest
 
 from brain.client import (
     Brain,
+    BrainAPIError,
     ClientClosed,
     RequestTimeout,
     ServerError,
@@ -207,3 +208,27 @@ def test_sse_parser_follows_the_event_stream_format() -> None:
     messages = [m for line in lines for m in parser.feed(line)]
     assert messages == [SseMessage("turn_started", '{"a":\n1}', "7"),
                         SseMessage("model_delta", '{"started": 5, "delta": "hi"}', None)]
+
+
+def test_an_error_frame_mid_stream_raises_the_servers_error(make_server) -> None:  # type: ignore[no-untyped-def]
+    """The server ends a stream whose journal turned out damaged with `event: error` (no id);
+    the SDK raises that error instead of reconnecting into a 500."""
+    event = {"sequence": 1, "kind": "session_created", "at": "2026-12-02T00:00:00.000Z",
+             "data": {}}
+    error = {"error": {"code": "session_damaged", "message": "the journal is damaged",
+                       "request_id": "req_1"}}
+    stream = (f"id: 1\nevent: session_created\ndata: {json.dumps(event)}\n\n"
+              f"event: error\ndata: {json.dumps(error)}\n\n").encode()
+
+    def handler(connection: int, request: int) -> bytes:
+        return ANSWER_THEN_CLOSE + answer(body=stream, content_type="text/event-stream")
+
+    server = make_server(handler)
+    with Brain(server.url, "t", timeout=5) as brain:
+        followed = brain.session("s1", fetch=False).follow()
+        assert next(followed).sequence == 1
+        with pytest.raises(BrainAPIError) as info:
+            next(followed)
+        assert (info.value.status, info.value.code) == (500, "session_damaged")
+        assert info.value.request_id == "req_1"
+    assert server.connections == 1  # no reconnect after the error frame

@@ -51,6 +51,13 @@ def test_a_body_that_is_not_json_is_415(server: BrainServer) -> None:
     assert [e["kind"] for e in server.events(sid)] == ["session_created"]  # nothing ran
 
 
+def test_a_method_the_route_does_not_have_is_405_with_allow(server: BrainServer) -> None:
+    sid = server.create_session()["id"]
+    resp = server.request("PUT", f"/v1/sessions/{sid}", json={})
+    assert error_code(resp) == (405, "invalid_request")
+    assert set(resp.headers["Allow"].replace(" ", "").split(",")) >= {"GET", "DELETE"}
+
+
 def test_a_body_over_the_limit_is_413(server: BrainServer) -> None:
     sid = server.create_session()["id"]
     filler = "x" * (MESSAGE_BODY_LIMIT - len('{"input": ""}') + 1)

@@ -18,38 +18,53 @@ ENVIRONMENT_EXECUTOR_GLOBAL_NAME = "brain.executor.environment"
 HOST_DISPATCHER_GLOBAL_NAME = "brain.host.dispatcher"
 
 
+class Message:
+    """Base of every message: a short `str`.
+
+    Thespian formats each message it sends with `str()` for a debug log line, whether or not
+    the line is written (its log call takes the formatted text as an argument). A dataclass's
+    `str` is the repr of every field, model results and transcripts included, so it is built
+    per send for nothing, and could put payloads in a log. The class name is enough.
+    """
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+
 # --- commands a client sends to one session (through the registry) ------------------------
 
 
 @dataclass(frozen=True)
-class CreateSession:
+class CreateSession(Message):
     config: dict[str, Any]
     transcript: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class StartTurn:
+class StartTurn(Message):
     input: Any
     mode: str  # "send" waits for the turn; "submit" is answered once turn_started is durable
 
 
 @dataclass(frozen=True)
-class CancelTurn:
+class CancelTurn(Message):
     pass
 
 
 @dataclass(frozen=True)
-class EndSession:
+class EndSession(Message):
     pass
 
 
 @dataclass(frozen=True)
-class DeleteSession:
+class DeleteSession(Message):
     pass
 
 
 @dataclass(frozen=True)
-class Recover:
+class Recover(Message):
     """Open the session only to record interrupted work (the registry's start-up scan)."""
 
 
@@ -57,7 +72,7 @@ Command = CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | 
 
 
 @dataclass(frozen=True)
-class ToSession:
+class ToSession(Message):
     """Web → registry: route `command` to the session's actor, opening it on demand."""
 
     request_id: str
@@ -66,7 +81,7 @@ class ToSession:
 
 
 @dataclass(frozen=True)
-class Services:
+class Services(Message):
     """Boot → registry: resolved addresses of the shared actors, by global name.
 
     Session actors get these with every delivery instead of calling createActor(globalName)
@@ -78,7 +93,7 @@ class Services:
 
 
 @dataclass(frozen=True)
-class Delivered:
+class Delivered(Message):
     """Registry → session actor: a routed command and where the answer goes."""
 
     request_id: str
@@ -89,7 +104,7 @@ class Delivered:
 
 
 @dataclass(frozen=True)
-class Reply:
+class Reply(Message):
     """Session actor → web endpoint: the answer to one request."""
 
     request_id: str
@@ -102,7 +117,7 @@ class Reply:
 
 
 @dataclass(frozen=True)
-class ReleaseMe:
+class ReleaseMe(Message):
     """Session → registry: idle now; `handled` counts the commands it has taken.
 
     The registry grants release only when it has forwarded exactly that many, so a command in
@@ -114,21 +129,21 @@ class ReleaseMe:
 
 
 @dataclass(frozen=True)
-class IdleTimeout:
+class IdleTimeout(Message):
     """Session → itself (wakeupAfter payload) when a retention interval may have elapsed."""
 
     generation: int
 
 
 @dataclass(frozen=True)
-class TurnDeadline:
+class TurnDeadline(Message):
     """Session → itself: BRAIN_MAX_TURN_SECS elapsed for this turn."""
 
     turn: int
 
 
 @dataclass(frozen=True)
-class CancelGrace:
+class CancelGrace(Message):
     """Session → itself: executors had their bounded time to confirm a cancellation."""
 
     turn: int
@@ -138,7 +153,7 @@ class CancelGrace:
 
 
 @dataclass(frozen=True)
-class RunModelCall:
+class RunModelCall(Message):
     """Session → model executor, sent only after model_call_started is durable."""
 
     session_id: str
@@ -149,13 +164,13 @@ class RunModelCall:
 
 
 @dataclass(frozen=True)
-class CancelEffect:
+class CancelEffect(Message):
     session_id: str
     started: int
 
 
 @dataclass(frozen=True)
-class ModelCallDone:
+class ModelCallDone(Message):
     """Model executor → session: the outcome, to be committed before the Agentloop sees it."""
 
     session_id: str
@@ -165,7 +180,7 @@ class ModelCallDone:
 
 
 @dataclass(frozen=True)
-class RunToolCall:
+class RunToolCall(Message):
     """Session → tool executor, sent only after tool_call_started is durable."""
 
     session_id: str
@@ -178,7 +193,7 @@ class RunToolCall:
 
 
 @dataclass(frozen=True)
-class ToolCallDone:
+class ToolCallDone(Message):
     """Tool executor → session: `{content, is_error, outcome, events}`."""
 
     session_id: str
@@ -187,7 +202,7 @@ class ToolCallDone:
 
 
 @dataclass(frozen=True)
-class RunEnvironmentOp:
+class RunEnvironmentOp(Message):
     """Session → environment executor, sent only after environment_op_started is durable."""
 
     session_id: str
@@ -199,7 +214,7 @@ class RunEnvironmentOp:
 
 
 @dataclass(frozen=True)
-class EnvironmentOpDone:
+class EnvironmentOpDone(Message):
     session_id: str
     started: int
     result: dict[str, Any] | None = None
@@ -210,7 +225,7 @@ class EnvironmentOpDone:
 
 
 @dataclass(frozen=True)
-class HostCallOffer:
+class HostCallOffer(Message):
     """Executor → host dispatcher: a journaled Tool call or Environment op for a host.
 
     Offered once; the dispatcher hands it to at most one poll answer, ever.
@@ -228,14 +243,14 @@ class HostCallOffer:
 
 
 @dataclass(frozen=True)
-class HostCancel:
+class HostCancel(Message):
     """Executor → host dispatcher: the effect was cancelled."""
 
     call_id: str
 
 
 @dataclass(frozen=True)
-class HostCallVerdict:
+class HostCallVerdict(Message):
     """Host dispatcher → executor: the host's normalized answer, or the failure outcome."""
 
     call_id: str
@@ -245,7 +260,7 @@ class HostCallVerdict:
 
 
 @dataclass(frozen=True)
-class HostPoll:
+class HostPoll(Message):
     """Web → host dispatcher: a host asks for work; answered with a Reply, at once or later."""
 
     request_id: str
@@ -258,7 +273,7 @@ class HostPoll:
 
 
 @dataclass(frozen=True)
-class HostAnswer:
+class HostAnswer(Message):
     """Web → host dispatcher: a host's answer to one delivered call; answered with a Reply."""
 
     request_id: str
@@ -271,7 +286,7 @@ class HostAnswer:
 
 
 @dataclass(frozen=True)
-class MetricsReport:
+class MetricsReport(Message):
     """Any process → MetricsActor: counter deltas, histogram observations, current gauges."""
 
     source: str
@@ -281,7 +296,7 @@ class MetricsReport:
 
 
 @dataclass(frozen=True)
-class MetricsScrape:
+class MetricsScrape(Message):
     """Web → MetricsActor (via the registry's count of open session actors)."""
 
     session_actors_open: int

@@ -97,13 +97,15 @@ class Session:
                max_reconnects: int = 5) -> EventStream:
         """Live Events after `cursor` over SSE: catch-up, then new commits, across reconnects.
 
+        The stream is open (subscribed) when this returns; a wrong id or token raises here.
         Model deltas are skipped unless `deltas=True`; then they arrive as ModelDelta, which has
         no sequence. The stream ends after session_ended or deletion; close it (or use `with`)
         when you stop early. `timeout` bounds each read (default: the client's stream timeout).
         """
         self._client._check_open()
-        return EventStream(self._client._transport, self._path + "/events", after=cursor,
-                           deltas=deltas, timeout=timeout, max_reconnects=max_reconnects)
+        stream = EventStream(self._client._transport, self._path + "/events", after=cursor,
+                             deltas=deltas, timeout=timeout, max_reconnects=max_reconnects)
+        return stream.connect()  # subscribed on return: deltas of a later submit are not missed
 
     # --- turns ------------------------------------------------------------------------------
 

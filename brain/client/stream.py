@@ -55,6 +55,14 @@ class EventStream:
         self._wake = threading.Event()
         self.reconnects = 0
 
+    def connect(self) -> EventStream:
+        """Open the stream now: when this returns the server has subscribed it, so live model
+        deltas of a turn submitted afterwards reach it (they are never replayed)."""
+        self._transport.check_open()
+        if self._conn is None and not self._closed and not self._connected_once:
+            self._connect()
+        return self
+
     @property
     def cursor(self) -> int:
         """The sequence of the last committed Event delivered (or the starting cursor)."""

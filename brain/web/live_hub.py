@@ -1,8 +1,10 @@
 """The receiving side of live hints, one per web worker process.
 
 A worker binds one datagram socket and keeps, per session, the set of its SSE subscriptions.
-A commit hint wakes that session's subscribers only, and each reads the journal from its own
-cursor: one session's traffic or one slow subscriber never holds up another.
+A commit hint wakes that session's subscribers only. Each then takes the new Events from the
+session's `SessionTail` (read from the journal once for all of them), or reads the journal
+from its own cursor when it is further behind: one session's traffic or one slow subscriber
+never holds up another.
 
 Deltas and commit hints share one queue per subscription, in arrival order. The executor sends
 a call's deltas before the session commits its outcome, so a subscriber that reads the journal
@@ -25,6 +27,7 @@ from typing import Any
 
 from brain.live.publisher import live_dir
 from brain.web.background import gevent_active, spawn_background
+from brain.web.session_tail import SessionTail
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,7 @@ class LiveHub:
     def __init__(self, data_dir: Path) -> None:
         self._dir = live_dir(data_dir)
         self._subs: dict[str, set[Subscription]] = {}
+        self._tails: dict[str, SessionTail] = {}  # per session with subscribers in this worker
         self._lock = threading.Lock()
         self._sock: socket.socket | None = None
         self.path: Path | None = None
@@ -98,6 +102,15 @@ class LiveHub:
                 subs.discard(subscription)
                 if not subs:
                     del self._subs[subscription.session_id]
+                    self._tails.pop(subscription.session_id, None)
+
+    def tail(self, session_id: str) -> SessionTail:
+        """The shared tail of a session's newest Events, kept while it has subscribers here."""
+        with self._lock:
+            tail = self._tails.get(session_id)
+            if tail is None:
+                tail = self._tails[session_id] = SessionTail()
+            return tail
 
     def subscriber_count(self) -> int:
         with self._lock:

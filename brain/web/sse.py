@@ -27,17 +27,12 @@ from brain.journal import CorruptJournal
 from brain.web.errors import error_body
 from brain.web.live_hub import LiveHub, Subscription
 from brain.web.reads import damaged_error
+from brain.web.session_tail import EFFECT_TERMINALS, SessionTail, event_frame
 
 log = logging.getLogger(__name__)
 
 KEEPALIVE_SECS = 15.0
 TERMINAL_KINDS = frozenset({"session_ended"})
-_EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed"})
-
-
-def event_frame(event: dict[str, Any]) -> bytes:
-    data = json.dumps(event, separators=(",", ":"))
-    return f"id: {event['sequence']}\nevent: {event['kind']}\ndata: {data}\n\n".encode()
 
 
 def delta_frame(delta: dict[str, Any]) -> bytes:
@@ -84,7 +79,7 @@ def open_stream(reader: Any, session_dir: Path, hub: LiveHub, session_id: str, a
     """
     subscription = hub.subscribe(session_id)  # before catching up, so no hint is missed
     try:
-        state = _FollowState(reader.follower(after))
+        state = _FollowState(reader, after, hub.tail(session_id))
         catch_up = state.read(through=None)
         first = list(itertools.islice(catch_up, 1))
     except BaseException:
@@ -142,23 +137,56 @@ def _commit_follows(items: list[tuple[str, Any]], index: int) -> bool:
 
 
 class _FollowState:
-    """A subscriber's position, advanced only by committed Events it has delivered."""
+    """A subscriber's position, advanced only by committed Events it has delivered.
 
-    def __init__(self, follower: Any) -> None:
-        self.follower = follower
+    The catch-up reads the journal with the subscriber's own follower; after it, new commits
+    come from the session's shared tail in this worker (read once for every stream), unless the
+    subscriber is further behind than the tail reaches.
+    """
+
+    def __init__(self, reader: Any, after: int, tail: SessionTail | None) -> None:
+        self.reader = reader
+        self.position = after  # the journal sequence this subscriber has read through
+        self.follower: Any = reader.follower(after)  # its own reader; None once stale
+        self.tail = tail
+        self.caught_up = False
         self.finished_calls: set[int] = set()
         self.ended = False
 
     @property
     def cursor(self) -> int:
-        return self.follower.after
+        return self.position
 
     def read(self, through: int | None) -> Iterator[bytes]:
         """Committed Events after the cursor, up to `through` when a hint bounds them."""
-        for event in self.follower.read(through):
-            yield event_frame(event)
-            if event["kind"] in _EFFECT_TERMINALS:
-                self.finished_calls.add(event["data"].get("started"))
-            if event["kind"] in TERMINAL_KINDS:
-                self.ended = True
+        if self.caught_up and self.tail is not None:
+            shared = self.tail.read(self.position, through, self.reader.follower)
+            if shared is not None:
+                events, covered = shared
+                self.follower = None  # it no longer knows where this subscriber is
+                for event in events:
+                    self.position = event.sequence
+                    yield event.frame
+                    if self._delivered(event.kind, event.started):
+                        return
+                self.position = max(self.position, covered)
                 return
+        if self.follower is None:
+            self.follower = self.reader.follower(self.position)
+        for event in self.follower.read(through):
+            self.position = self.follower.after
+            yield event_frame(event)
+            started = event["data"].get("started") if event["kind"] in EFFECT_TERMINALS else None
+            if self._delivered(event["kind"], started):
+                return
+        self.position = self.follower.after
+        if through is None:
+            self.caught_up = True  # at the journal's end once: the shared tail can serve now
+
+    def _delivered(self, kind: str, started: Any) -> bool:
+        """Note a delivered Event; True when it ends the stream."""
+        if kind in EFFECT_TERMINALS:
+            self.finished_calls.add(started)
+        if kind in TERMINAL_KINDS:
+            self.ended = True
+        return self.ended

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 TAIL_EVENTS = 2048  # Events kept per session and worker; the older half is dropped past this
+TAIL_BYTES = 8 << 20  # and frame bytes kept: a session of large model results stays bounded
 EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed"})
 
 
@@ -46,11 +47,13 @@ def tail_event(event: dict[str, Any]) -> TailEvent:
 class SessionTail:
     """Shared, in order, bounded. Safe for the greenlets and threads of one worker."""
 
-    def __init__(self, capacity: int = TAIL_EVENTS) -> None:
+    def __init__(self, capacity: int = TAIL_EVENTS, max_bytes: int = TAIL_BYTES) -> None:
         self._capacity = capacity
+        self._max_bytes = max_bytes
         self._lock = threading.Lock()
         self._events: list[TailEvent] = []
         self._sequences: list[int] = []
+        self._bytes = 0
         self._follower: Any = None
         self._covered_from = 0  # every Event after this sequence is held (or was dropped below)
 
@@ -69,8 +72,10 @@ class SessionTail:
                 return None
             if through is None or through > self._follower.after:
                 for event in self._follower.read(through):
-                    self._events.append(tail_event(event))
-                    self._sequences.append(event["sequence"])
+                    held = tail_event(event)
+                    self._events.append(held)
+                    self._sequences.append(held.sequence)
+                    self._bytes += len(held.frame)
                 self._trim()
             covered = self._follower.after
             if through is not None:
@@ -84,9 +89,17 @@ class SessionTail:
             return self._events[first:last], max(covered, after)
 
     def _trim(self) -> None:
-        if len(self._events) <= self._capacity:
+        """Past either bound, keep the newer half of both: the Events every stream at the head
+        still needs, while a stream further behind reads the journal on its own."""
+        if len(self._events) <= self._capacity and self._bytes <= self._max_bytes:
             return
-        drop = len(self._events) - self._capacity // 2
-        self._covered_from = self._sequences[drop - 1]
-        del self._events[:drop]
-        del self._sequences[:drop]
+        keep_events, keep_bytes, drop = self._capacity // 2, self._max_bytes // 2, 0
+        while drop < len(self._events) and (
+            len(self._events) - drop > keep_events or self._bytes > keep_bytes
+        ):
+            self._bytes -= len(self._events[drop].frame)
+            drop += 1
+        if drop:
+            self._covered_from = self._sequences[drop - 1]
+            del self._events[:drop]
+            del self._sequences[:drop]

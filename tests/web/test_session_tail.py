@@ -107,3 +107,18 @@ def test_effect_terminals_carry_their_started(session) -> None:  # type: ignore[
     events, _ = tail.read(start, None, SessionReader(path).follower)
     assert [(e.kind, e.started) for e in events] == [("model_call_started", None),
                                                     ("model_call_ended", began["seq"])]
+
+
+def test_the_tail_is_bounded_in_bytes_too(session) -> None:  # type: ignore[no-untyped-def]
+    path, writer = session
+    tail = SessionTail(capacity=1000, max_bytes=4000)
+    start = writer.last_seq
+    tail.read(start, None, SessionReader(path).follower)
+    new = []
+    for index in range(10):
+        [record] = writer.append([{"kind": "cancel_requested", "turn": index, "pad": "x" * 900}])
+        new.append(record["seq"])
+    held, _ = tail.read(new[-1] - 1, None, SessionReader(path).follower)
+    assert [e.sequence for e in held] == [new[-1]]
+    assert tail.read(start, None, SessionReader(path).follower) is None  # the oldest dropped
+    assert tail.read(new[-4], None, SessionReader(path).follower) is None  # ~1 KB frames: 4 KB

@@ -133,14 +133,21 @@ def encode_frame(seq: int, payload: bytes, end_of_batch: bool) -> bytes:
     return head + struct.pack("<I", crc32c(head)) + payload
 
 
-def decode_frame_header(data: bytes, at: int = 0) -> FrameHeader | None:
-    """The header at `data[at:]`, or None when its checksum fails (or flags are unknown)."""
+def unpack_frame_header(data: bytes, at: int = 0) -> tuple[int, int, int, int] | None:
+    """`(length, flags, seq, payload_crc)` of the header at `data[at:]`, or None when its
+    checksum fails (or flags are unknown). A plain tuple: the scanner calls it per frame."""
     length, flags, reserved, seq, payload_crc, header_crc = FRAME_HEADER.unpack_from(data, at)
     if crc32c(data[at : at + HEADER_CRC_SPAN]) != header_crc:
         return None
     if flags & ~KNOWN_FLAGS or reserved or length > MAX_PAYLOAD:
         return None
-    return FrameHeader(length, flags, seq, payload_crc)
+    return length, flags, seq, payload_crc
+
+
+def decode_frame_header(data: bytes, at: int = 0) -> FrameHeader | None:
+    """The header at `data[at:]` as a FrameHeader, or None (see `unpack_frame_header`)."""
+    fields = unpack_frame_header(data, at)
+    return None if fields is None else FrameHeader(*fields)
 
 
 def encode_record(record: dict[str, Any]) -> bytes:

@@ -18,22 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cbor2
-
 from brain.journal.errors import CorruptJournal, JournalError, JournalNotFound
 from brain.journal.frames import (
     FLAG_END_OF_BATCH,
-    FRAME_HEADER,
     FRAME_HEADER_SIZE,
-    HEADER_CRC_SPAN,
-    KNOWN_FLAGS,
-    MAX_PAYLOAD,
     SEGMENT_HEADER_SIZE,
     FrameHeader,
     crc32c,
     decode_frame_header,
+    decode_record,
     decode_segment_header,
     encode_segment_header,
+    unpack_frame_header,
 )
 
 SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
@@ -295,16 +291,15 @@ class JournalScan:
     def _frames(
         self, fd: int, path: Path, segment: int, size: int, pos: int, expected: int, final: bool
     ) -> Iterator[Frame]:
-        # The hot loop of every open and every page read: header checks are inlined (the
-        # rules are those of `decode_frame_header` and `decode_record`) and names are local.
+        # The hot loop of every open and every page read: names are local, and headers are
+        # checked as plain tuples, without a FrameHeader per frame.
         buf = b""
         buf_at = pos
         batch: list[Frame] = []
         batch_start = pos
         decode = self.decode
         hsize = FRAME_HEADER_SIZE
-        span = HEADER_CRC_SPAN
-        unpack, checksum, loads = FRAME_HEADER.unpack_from, crc32c, cbor2.loads
+        unpack, checksum = unpack_frame_header, crc32c
         problem = None
         while pos != size:
             if size - pos < hsize:
@@ -317,18 +312,14 @@ class JournalScan:
                 if len(buf) < hsize:  # the file shrank under us: a concurrent truncation
                     problem = ("incomplete", "file shrank while reading")
                     break
-            length, flags, reserved, seq, payload_crc, header_crc = unpack(buf, rel)
-            if (
-                checksum(buf[rel : rel + span]) != header_crc
-                or flags & ~KNOWN_FLAGS
-                or reserved
-                or length > MAX_PAYLOAD
-            ):
+            fields = unpack(buf, rel)
+            if fields is None:
                 if _zeroed_from_sector(fd, pos, pos + hsize, size, 1):
                     problem = ("incomplete", "zero-filled tail")
                 else:
                     problem = ("corrupt", "frame header checksum mismatch")
                 break
+            length, flags, seq, payload_crc = fields
             if seq != expected:
                 problem = ("corrupt", f"sequence gap: expected {expected}, found {seq}")
                 break
@@ -354,16 +345,8 @@ class JournalScan:
                 break
             frame = Frame(segment, pos, seq, flags, payload_crc, payload)
             if decode:
-                try:
-                    record = loads(payload)
-                except Exception:
-                    record = None
-                if (
-                    record.__class__ is not dict
-                    or record.get("seq") != seq
-                    or record.get("kind").__class__ is not str
-                    or record.get("at").__class__ is not int
-                ):
+                record = decode_record(payload)
+                if record is None or record["seq"] != seq:
                     problem = ("corrupt", "checksummed payload is not a valid record")
                     break
                 frame.record = record

@@ -166,6 +166,11 @@ class Settings:
         return self.data_path / "sessions"
 
     @property
+    def environments_path(self) -> Path:
+        """Local Environment working trees: `{session_id}/{name}/` below it."""
+        return self.data_path / "environments"
+
+    @property
     def listen_host_port(self) -> tuple[str, int]:
         host, _, port = self.listen.rpartition(":")
         return host, int(port)

@@ -35,7 +35,7 @@ class EnvironmentExecutor(HostCallingExecutor):
     def run(self, msg: RunEnvironmentOp, cancel: threading.Event) -> EnvironmentOpDone:
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op
 
-        root = self.settings.data_path / "environments" / msg.session_id / msg.environment["name"]
+        root = self.settings.environments_path / msg.session_id / msg.environment["name"]
         deadline = None
         if msg.environment.get("kind") == "host":
             deadline = time.time() + self.settings.host_environment_secs

@@ -496,7 +496,7 @@ class SessionActor(BridgedActor):
         self._close_journal()
         self.projection = None
         shutil.rmtree(self.session_dir, ignore_errors=True)
-        environments = self.settings.data_path / "environments" / self.session_id
+        environments = self.settings.environments_path / self.session_id
         shutil.rmtree(environments, ignore_errors=True)
 
     def _recover_only(self, msg: Delivered) -> None:

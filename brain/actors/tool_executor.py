@@ -42,7 +42,7 @@ class ToolExecutor(HostCallingExecutor):
             spec = environments.get(name)
             if spec is None:
                 raise EnvironmentOpError("error", f"Environment {name!r} is not set up")
-            root = self.settings.data_path / "environments" / msg.session_id / name
+            root = self.settings.environments_path / msg.session_id / name
             return run_environment_op(open_environment(spec, root, host_runner), op, request,
                                       deadline, cancel_event)
 

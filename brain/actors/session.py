@@ -380,6 +380,8 @@ class SessionActor(BridgedActor):
         self._release_if_idle()
 
     def _start_turn(self, msg: Delivered) -> None:
+        from brain.agentloop import ActivationStopper  # wasmtime stays out of web workers
+
         command: StartTurn = msg.command
         self._open(create=False)
         self._require_accepting()
@@ -393,8 +395,6 @@ class SessionActor(BridgedActor):
         ])
         max_secs = self.settings.max_turn_secs
         deadline = time.monotonic() + max_secs if max_secs else None
-        from brain.agentloop import ActivationStopper
-
         stopper = ActivationStopper()
         self.turn = ActiveTurn(sequence=turn_seq, activation=turn_seq + 1, mode=command.mode,
                                reply_to=msg.reply_to if command.mode == "send" else None,
@@ -500,9 +500,8 @@ class SessionActor(BridgedActor):
         shutil.rmtree(environments, ignore_errors=True)
 
     def _recover_only(self, msg: Delivered) -> None:
-        self._open(create=False)
+        self._open(create=False)  # the idle rule follows in receiveMsg_Delivered
         self._reply(msg.reply_to, msg.request_id, body=self._view())
-        self._schedule_release()
 
     def _require_accepting(self) -> None:
         status = self.projection.status

@@ -87,9 +87,7 @@ class ActorGateway:
             endpoint.exit_clone()
             raise errors.Internal("the session did not answer in time")
         self._return_endpoint(endpoint)
-        if reply.error_code is not None:
-            raise errors.from_code(reply.error_code, reply.error_message or "")
-        return reply.body or {}
+        return reply_body(reply)
 
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
         """The address of a shared actor (created at boot; looked up once per worker)."""
@@ -126,3 +124,10 @@ class ActorGateway:
             return self.ask_global(REGISTRY_GLOBAL_NAME, Registry, "ping", timeout) == "pong"
         except errors.BrainError:
             return False
+
+
+def reply_body(reply: Reply) -> dict[str, Any]:
+    """An actor's Reply as the HTTP layer wants it: the body, or its error raised."""
+    if reply.error_code is not None:
+        raise errors.from_code(reply.error_code, reply.error_message or "")
+    return reply.body or {}

@@ -19,7 +19,7 @@ from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, HostAnswer, HostP
 from brain.config import BrainConfig
 from brain.host import DEFAULT_CALLS_PER_POLL, DEFAULT_WAIT_SECS, MAX_CALLS_PER_POLL, MAX_WAIT_SECS
 from brain.web.bodies import SMALL_BODY_LIMIT, read_json_object
-from brain.web.gateway import ActorGateway
+from brain.web.gateway import ActorGateway, reply_body
 
 POLL_MARGIN_SECS = 5.0  # the dispatcher answers by wait_secs; the ask may take this much longer
 ANSWER_TIMEOUT_SECS = 10.0
@@ -83,9 +83,7 @@ def _ask(gateway: ActorGateway, message: Any, timeout: float) -> dict[str, Any]:
     reply = gateway.ask_global(HOST_DISPATCHER_GLOBAL_NAME, HostDispatcher, message, timeout)
     if not isinstance(reply, Reply):
         raise errors.Internal("the host dispatcher did not answer in time")
-    if reply.error_code is not None:
-        raise errors.from_code(reply.error_code, reply.error_message or "")
-    return reply.body or {}
+    return reply_body(reply)
 
 
 class HostPollResource:

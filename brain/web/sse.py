@@ -27,7 +27,7 @@ from brain.journal import CorruptJournal
 from brain.web.errors import error_body
 from brain.web.live_hub import LiveHub, Subscription
 from brain.web.reads import damaged_error
-from brain.web.session_tail import EFFECT_TERMINALS, SessionTail, event_frame
+from brain.web.session_tail import EFFECT_TERMINALS, SessionTail, tail_event
 
 log = logging.getLogger(__name__)
 
@@ -175,9 +175,9 @@ class _FollowState:
             self.follower = self.reader.follower(self.position)
         for event in self.follower.read(through):
             self.position = self.follower.after
-            yield event_frame(event)
-            started = event["data"].get("started") if event["kind"] in EFFECT_TERMINALS else None
-            if self._delivered(event["kind"], started):
+            held = tail_event(event)
+            yield held.frame
+            if self._delivered(held.kind, held.started):
                 return
         self.position = self.follower.after
         if through is None:

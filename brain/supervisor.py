@@ -26,11 +26,21 @@ ACTOR_READY_TIMEOUT_SECS = 60.0
 ACTOR_STOP_TIMEOUT_SECS = 20.0
 
 
-def gunicorn_conf_path() -> Path:
-    path = Path(__file__).resolve().parent.parent / "conf" / "gunicorn.conf.py"
-    if not path.is_file():
-        raise SystemExit(f"brain serve: {path} is missing; run from a source checkout")
-    return path
+PACKAGED_GUNICORN_CONFIG = "python:brain.web.gunicorn_conf"
+"""The gunicorn settings shipped inside the package, so an installed Brain needs no checkout."""
+
+
+def gunicorn_config_arg(path: str | None) -> str:
+    """gunicorn's `-c` value: an operator's settings file, or the packaged settings module.
+
+    A named file that does not exist is the operator's mistake, refused before anything starts.
+    """
+    if path is None:
+        return PACKAGED_GUNICORN_CONFIG
+    resolved = Path(path).resolve()
+    if not resolved.is_file():
+        raise SettingError(f"--gunicorn-config: {path} is not a file")
+    return str(resolved)
 
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -83,8 +93,9 @@ def descendants(root_pid: int) -> list[int]:
 
 
 class Supervisor:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, gunicorn_config: str = PACKAGED_GUNICORN_CONFIG) -> None:
         self.settings = settings
+        self.gunicorn_config = gunicorn_config
         self.stopping = False
         self.boot: subprocess.Popen[bytes] | None = None
         self.web: subprocess.Popen[bytes] | None = None
@@ -112,7 +123,7 @@ class Supervisor:
                 print("brain serve: the actor system did not start", file=sys.stderr)
                 return 1
             self.web = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-c", str(gunicorn_conf_path()),
+                [sys.executable, "-m", "gunicorn", "-c", self.gunicorn_config,
                  "brain.web.wsgi:application"], env=env, preexec_fn=_die_with_supervisor)
             host, port = self.settings.listen_host_port
             print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
@@ -198,10 +209,12 @@ def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
         child.wait(timeout=5)
 
 
-def serve() -> int:
+def serve(gunicorn_config: str | None = None) -> int:
+    """Run Brain until SIGTERM/SIGINT; `gunicorn_config` is an operator's gunicorn settings file."""
     try:
         use_default_config_file()
         settings = Settings.from_env()
+        gunicorn_arg = gunicorn_config_arg(gunicorn_config)
         BrainConfig.load(settings.config)  # refuse a broken configuration before starting
     except (ConfigError, SettingError) as exc:
         # An operator's mistake, not a crash: the message names the setting or the part.
@@ -211,7 +224,7 @@ def serve() -> int:
     ensure_operator_token(settings)
     clear_live_sockets(settings)
     stop_draining(settings.data_path)
-    return Supervisor(settings).run()
+    return Supervisor(settings, gunicorn_arg).run()
 
 
 DEFAULT_CONFIG_FILE = Path("conf") / "brain.toml"

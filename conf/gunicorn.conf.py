@@ -1,22 +1,16 @@
-"""gunicorn settings for Brain: gevent workers, values from BRAIN_* settings.
+"""gunicorn settings for Brain, for an operator to copy and edit.
 
-`brain serve` passes this file with `-c`; it reads the same Settings object as the rest of Brain.
+`brain serve` uses the settings shipped in the package (`brain.web.gunicorn_conf`) unless it is
+given `--gunicorn-config PATH`. This file starts from those values, so a copy of it only needs
+the lines it changes; `brain serve --gunicorn-config conf/gunicorn.conf.py` runs it as it is.
+Bind address, worker count and graceful timeout follow BRAIN_LISTEN, BRAIN_WEB_WORKERS and
+BRAIN_DRAIN_SECS; set those rather than `bind`, `workers` or `graceful_timeout` here, so that
+`brain serve` and its web tier agree on them.
 """
 
-from brain.settings import Settings
+from brain.web.gunicorn_conf import *  # noqa: F403 (gunicorn reads this module's globals)
 
-_settings = Settings.from_env()
-
-bind = _settings.listen
-worker_class = "gevent"
-workers = _settings.web_workers
-worker_connections = 1000
-# Sync sends wait for whole turns; gevent workers keep heartbeating while they wait.
-timeout = 30
-graceful_timeout = max(_settings.drain_secs, 1)
-keepalive = 5
-preload_app = False
-accesslog = None
-errorlog = "-"
-loglevel = "warning"
-proc_name = "brain-web"
+# Examples of knobs an operator may want to change:
+# worker_connections = 2000   # more live SSE followers per worker
+# accesslog = "-"             # log every request to stderr
+# loglevel = "info"

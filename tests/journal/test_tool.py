@@ -1,4 +1,4 @@
-"""`brain journal verify` and `brain journal dump` (tools/journal_tool.py)."""
+"""`brain journal verify` and `brain journal dump` (brain/journal/cli.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from brain.journal import JournalWriter, SessionReader
+from brain.journal.cli import main
 from tests.journal.helpers import created, delta, message, open_writer, segments
-from tools.journal_tool import main
 
 
 @pytest.fixture

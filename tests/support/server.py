@@ -51,9 +51,12 @@ class PortTaken(RuntimeError):
 
 class BrainServer:
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, python: str = sys.executable,
+                 serve_args: tuple[str, ...] = ()) -> None:
         self.data_dir = data_dir
         self.cwd = cwd  # the directory `brain serve` starts in (None: the test's own)
+        self.python = python  # the interpreter (and so the install) that runs Brain
+        self.serve_args = serve_args  # extra `brain serve` flags
         self.token = "test-operator-token"
         self.extra_env = env or {}
         self.port = free_port()
@@ -94,7 +97,8 @@ class BrainServer:
 
     def _start_once(self) -> BrainServer:
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "brain.cli", "serve"],
+            self.proc = subprocess.Popen([self.python, "-m", "brain.cli", "serve",
+                                          *self.serve_args],
                                          env=self.env(), stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, cwd=self.cwd)
         deadline = time.monotonic() + START_TIMEOUT_SECS

@@ -1,0 +1,26 @@
+"""gunicorn settings for Brain's web tier: gevent workers, values from the BRAIN_* settings.
+
+They ship inside the package, so an installed Brain (a wheel, `pip install .`) serves from any
+working directory: `brain serve` hands gunicorn `-c python:brain.web.gunicorn_conf`. An operator
+who wants other gunicorn knobs copies `conf/gunicorn.conf.py` (which starts from these values),
+edits it and runs `brain serve --gunicorn-config PATH`.
+"""
+
+from brain.settings import Settings
+
+_settings = Settings.from_env()
+
+bind = _settings.listen
+worker_class = "gevent"
+workers = _settings.web_workers
+# One greenlet per connection: live SSE followers hold theirs for as long as they follow.
+worker_connections = 1000
+# Sync sends wait for whole turns; gevent workers keep heartbeating while they wait.
+timeout = 30
+graceful_timeout = max(_settings.drain_secs, 1)
+keepalive = 5
+preload_app = False
+accesslog = None
+errorlog = "-"
+loglevel = "warning"
+proc_name = "brain-web"

@@ -7,6 +7,7 @@ a server that cannot start. The server then runs from a directory that is not th
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -29,8 +30,13 @@ def run(args: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Built from a copy of the checkout: setuptools leaves a `build/` tree in the source it
+    builds, whose stale modules would land in later wheels, and the checkout stays untouched."""
+    source = tmp_path_factory.mktemp("source") / "brain"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", "brain-data", ".*_cache"))
     out = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(REPO), "-w", str(out)])
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(out)])
     (built,) = out.glob("brain-*.whl")
     return built
 

@@ -232,7 +232,7 @@ DEFAULT_CONFIG_FILE = Path("conf") / "brain.toml"
 
 def use_default_config_file() -> None:
     """With BRAIN_CONFIG unset, `conf/brain.toml` of the working directory is the configuration
-    when it exists (contract: "conf/brain.toml, path from BRAIN_CONFIG"). Resolved once here and
+    when it exists (docs/configuration.md). Resolved once here and
     exported, so every process of this server reads the same file whatever its directory."""
     if not os.environ.get("BRAIN_CONFIG") and DEFAULT_CONFIG_FILE.is_file():
         os.environ["BRAIN_CONFIG"] = str(DEFAULT_CONFIG_FILE.resolve())

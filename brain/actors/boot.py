@@ -1,7 +1,7 @@
 """The actor-system process: `python -m brain.actors.boot`.
 
 Started by `brain serve` as a plain (non-gevent) process, so that the Thespian admin is forked
-from here and never from a gunicorn worker or master (stack-notes Hazard 1). It creates the
+from here and never from a gunicorn worker or master (stack hazard 1). It creates the
 Registry, asks it to recover sessions a crash left running, prints `ready` and waits for
 SIGTERM/SIGINT, then shuts the actor system down.
 """
@@ -55,7 +55,7 @@ def preload_for_actors() -> None:
 
     A session actor is forked per open session; importing wasmtime and the providers in each
     fork cost ~130 ms per open. Importing creates no wasmtime Engine and no threads, so the
-    fork hazard (stack-notes Hazard 4) does not apply: engines are still made after the fork.
+    fork hazard (stack hazard 4) does not apply: engines are still made after the fork.
     """
     import brain.actors.session  # noqa: F401
     import brain.agentloop.runtime  # noqa: F401

@@ -1,4 +1,4 @@
-"""Keep Thespian's sockets off the network (stack-notes Hazard 3), and its messages intact.
+"""Keep Thespian's sockets off the network (stack hazard 3), and its messages intact.
 
 Thespian's admin and actors listen on every interface and exchange pickles: whoever reaches one
 of those ports can run code. Thespian binds the address its `IPActorAddress` computes as

@@ -83,7 +83,7 @@ _runtime = None
 
 
 def agentloop_runtime(settings: Settings) -> Any:
-    """One AgentloopRuntime per actor process, created after the fork (stack-notes Hazard 4)."""
+    """One AgentloopRuntime per actor process, created after the fork (stack hazard 4)."""
     global _runtime
     if _runtime is None:
         from brain.agentloop import AgentloopRuntime

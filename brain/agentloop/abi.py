@@ -1,4 +1,4 @@
-"""The byte-level ABI shared by the host and every guest (contract section 5).
+"""The byte-level ABI shared by the host and every guest (docs/agentloop.md).
 
 Payloads are UTF-8 JSON; an i64 return value packs `(ptr << 32) | len`. Kept apart from the
 runtime so both directions (activation, host calls) encode and check the same way.

@@ -1,9 +1,9 @@
 """One wasmtime Engine per process, made safe for Brain's forking actor processes.
 
-Why it is built this way (stack-notes, /work/shared/spec/stack-notes.md):
+Why it is built this way (stack hazards, docs/architecture.md):
 - Actors are forked processes. A compile after fork hangs forever if the parent compiled with
-  parallel compilation (Hazard 4), so this Engine compiles on the calling thread only.
-- A FuncType reused across two Engines aborts the whole process (Hazard 5), so every wasmtime
+  parallel compilation (stack hazard 4), so this Engine compiles on the calling thread only.
+- A FuncType reused across two Engines aborts the whole process (stack hazard 5), so every wasmtime
   type the host defines is built here, per Engine, and never shared.
 - Epoch interruption stops a guest that never returns; one daemon thread per Engine advances
   the epoch every `TICK_SECS`, so a deadline is a number of ticks. The ticker sleeps while no
@@ -45,11 +45,11 @@ class ProcessEngine:
 
     def __init__(self) -> None:
         config = wasmtime.Config()
-        config.parallel_compilation = False  # Hazard 4
+        config.parallel_compilation = False  # stack hazard 4
         config.epoch_interruption = True
         self.engine = wasmtime.Engine(config)
         self.pid = os.getpid()
-        # Built per Engine, never shared (Hazard 5).
+        # Built per Engine, never shared (stack hazard 5).
         call_type = wasmtime.FuncType(
             [wasmtime.ValType.i32(), wasmtime.ValType.i32()], [wasmtime.ValType.i64()]
         )

@@ -1,7 +1,7 @@
 """Bounds-checked access to a guest's linear memory.
 
 wasmtime-py's `Memory.read` clamps an out-of-range slice silently and reads a negative start
-from the end of memory (stack-notes Hazard 6), so a guest's garbage pointer would become a
+from the end of memory (stack hazard 6), so a guest's garbage pointer would become a
 wrong-but-plausible payload. Every pointer and length the guest hands over passes through
 `check_range` here first; the error names what was being accessed so the loop's author can
 find the bug.

@@ -3,7 +3,7 @@
 A module is known by the sha256 of its bytes, so a file replaced in place is noticed on the
 next activation and an unchanged file is never recompiled. Compiled modules live in memory per
 Engine; with a cache directory they are also stored serialized, so a new process deserializes
-in microseconds instead of compiling (and never compiles after a fork at all, Hazard 4).
+in microseconds instead of compiling (and never compiles after a fork at all, stack hazard 4).
 
 The cache directory must belong to Brain alone: `Module.deserialize` trusts its input.
 """
@@ -21,7 +21,7 @@ import wasmtime
 
 from brain.agentloop.errors import loop_error
 
-# What the ABI requires of a module (contract section 5), as (params, results).
+# What the ABI requires of a module (docs/agentloop.md), as (params, results).
 REQUIRED_FUNCS = {
     "brain_alloc": (["i32"], ["i32"]),
     "brain_activate": (["i32", "i32"], ["i64"]),

@@ -4,7 +4,7 @@ Each activation gets a fresh Store and Instance (nothing a guest keeps in global
 survives to the next one; state goes through kv and the transcript), a memory limit, and a
 deadline enforced two ways: epoch interruption stops a guest computing on its own, and every
 host call checks the overall deadline, because re-arming the epoch per host call alone never
-stops a guest that keeps calling the host (stack-notes Hazard 7).
+stops a guest that keeps calling the host (stack hazard 7).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ records the call as `unknown` rather than run it twice (docs/host-tools.md).
 
 When Brain cancels a call (its turn was interrupted or timed out), the next poll answer names
 it and the handler's `context.signal` fires; a handler that owns a child session passes it on
-with `child.send(text, signal=context.signal)` (sessions.md).
+with `child.send(text, signal=context.signal)` (docs/concepts.md, "Effects"; docs/host-tools.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Rules for extension Events: reserved names and the per-turn byte budget.
 
 Extension Events travel the same commit path as every record; these checks decide whether one
-may be committed at all. A refused Event commits nothing (sessions.md "Effects happen after
-commit").
+may be committed at all. A refused Event commits nothing (docs/concepts.md, "Effects").
 """
 
 from __future__ import annotations

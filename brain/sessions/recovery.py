@@ -1,4 +1,4 @@
-"""What restart records for work a crash interrupted (sessions.md, "Suspension and recovery").
+"""What restart records for work a crash interrupted (docs/concepts.md, "Suspension and recovery").
 
 A pure function of the projection, so it is tested without disk or actors. Nothing here reruns
 anything: each started effect with no terminal becomes an ambiguous failure (`unknown`), the

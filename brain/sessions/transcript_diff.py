@@ -1,7 +1,7 @@
 """The difference between a saved transcript and a new one, as the journal stores it.
 
 Appends store only the tail; an edit, summary or reorder restarts at the first changed item
-(sessions.md, "Transcript and Agentloop state"). The same shape serves a model call's context
+(docs/concepts.md, "Transcript and Agentloop state"). The same shape serves a model call's context
 delta, so any request can be rebuilt from the saved transcript at `through_sequence`.
 """
 

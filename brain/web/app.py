@@ -1,4 +1,4 @@
-"""The Falcon application: routes of contract.md section 4 mapped to resource classes."""
+"""The Falcon application: routes of docs/http-api.md mapped to resource classes."""
 
 from __future__ import annotations
 

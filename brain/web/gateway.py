@@ -1,6 +1,6 @@
 """How a web worker talks to the actor system.
 
-Each in-flight request asks through its own private Thespian endpoint (stack-notes Hazard 2:
+Each in-flight request asks through its own private Thespian endpoint (stack hazard 2:
 greenlets sharing one endpoint receive each other's replies). Endpoints are pooled because one
 costs about a millisecond to make. An endpoint whose ask timed out is discarded, never pooled,
 so a late reply cannot reach the next request; replies are also matched by request id.
@@ -47,7 +47,7 @@ class ActorGateway:
             self._system = system
 
     def _require_admin(self) -> None:
-        """Never let ActorSystem() start an admin from a web worker (stack-notes Hazard 1)."""
+        """Never let ActorSystem() start an admin from a web worker (stack hazard 1)."""
         try:
             with socket.create_connection(("127.0.0.1" if self._settings.actor_bind == "0.0.0.0"
                                            else self._settings.actor_bind,

@@ -318,7 +318,7 @@ class IdempotencyStore:
     def _expired(self, row: tuple, now: float) -> bool:
         """Only an answer past retention frees its key. A claim with no answer never does:
         reusing its key must keep answering `idempotency_ambiguous`, or the request it guards
-        could run a second time (contract.md section 4)."""
+        could run a second time (docs/http-api.md)."""
         answered_at = row[-1]
         return answered_at is not None and answered_at < now - self.retention_secs
 

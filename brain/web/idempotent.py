@@ -1,4 +1,4 @@
-"""Running a responder under an Idempotency-Key (contract.md section 4).
+"""Running a responder under an Idempotency-Key (docs/http-api.md).
 
 The claim is durable before the work starts; whatever answer the work produces — success or
 error — is stored with the claim and replayed byte-for-byte for 24 h. The store

@@ -1,4 +1,4 @@
-"""The OpenAPI 3.0.3 document of the HTTP API (contract.md section 4), and a drift check.
+"""The OpenAPI 3.0.3 document of the HTTP API (docs/http-api.md), and a drift check.
 
 The document is built in code, next to the routes it describes, so that `check_routes` can
 compare it with the Falcon app on every test run: a route added without documentation, or a

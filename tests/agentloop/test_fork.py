@@ -1,6 +1,6 @@
 """Activation in a process forked from one that already compiled and ran the module.
 
-Brain's actors are forked processes (stack-notes Hazard 4: after fork, a compile in the child
+Brain's actors are forked processes (stack hazard 4: after fork, a compile in the child
 hangs forever if the parent compiled with parallel compilation). The child must get its own
 Engine and ticker, compile or deserialize, and run. A hang fails the test by timeout.
 """

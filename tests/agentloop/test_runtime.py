@@ -455,7 +455,7 @@ def test_concurrent_activations_keep_their_own_host_calls(tmp_path: Path) -> Non
 
 
 def test_runtimes_share_one_engine_and_ignore_foreign_engines(tmp_path: Path) -> None:
-    """Another Engine in the process (with its own FuncTypes) must not disturb ours (Hazard 5:
+    """Another Engine in the process (with its own FuncTypes) must not disturb ours (stack hazard 5:
     a FuncType shared across Engines aborts the process)."""
     foreign = wasmtime.Engine()
     foreign_store = wasmtime.Store(foreign)

@@ -1,4 +1,4 @@
-"""Cancelling a synchronous send through a CancelSignal (sessions.md, "Lifecycle").
+"""Cancelling a synchronous send through a CancelSignal (docs/concepts.md, "Sessions").
 
 "The SDK waits for admission before cancelling and waits for any issued cancellation request
 before returning": checked on the server's journal, where cancel_requested must follow the

@@ -1,4 +1,4 @@
-"""Stack-notes Hazard 3: Thespian exchanges pickles, so its ports must not face the network.
+"""stack hazard 3: Thespian exchanges pickles, so its ports must not face the network.
 
 The proof reads the bound address of every listening socket of every process the server
 started (admin, actors, gunicorn master and workers): each must be loopback. Binding is what

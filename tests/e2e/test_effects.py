@@ -1,4 +1,4 @@
-"""Brain's effect protocol through a real server (sessions.md "Effects happen after commit",
+"""Brain's effect protocol through a real server (docs/concepts.md, "Effects",
 "Transcript and Agentloop state"): Tools, extension Events, kv, transcript diffs, model context.
 """
 

@@ -1,4 +1,4 @@
-"""Idempotency-Key over HTTP, across SIGKILL and restart (sessions.md, contract.md section 4)."""
+"""Idempotency-Key over HTTP, across SIGKILL and restart (docs/concepts.md, "Idempotency"; docs/idempotency.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Turn limits and cancellation (sessions.md "Turns"), through a real server."""
+"""Turn limits and cancellation (docs/concepts.md, "Turns"), through a real server."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recovery rules (sessions.md; contract.md section 2): only an incomplete final write is
+"""Recovery rules (docs/concepts.md, "The journal and its projections"; docs/journal.md): only an incomplete final write is
 truncated; every other defect is refused with the file, offset and sequence."""
 
 from __future__ import annotations

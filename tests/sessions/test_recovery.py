@@ -1,4 +1,4 @@
-"""The restart plan (sessions.md "Suspension and recovery"), folded from real record sequences."""
+"""The restart plan (docs/concepts.md, "Suspension and recovery"), folded from real record sequences."""
 
 from __future__ import annotations
 

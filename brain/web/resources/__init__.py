@@ -1,1 +1,1 @@
-"""One resource class per route family of contract.md section 4."""
+"""One resource class per route family of docs/http-api.md."""

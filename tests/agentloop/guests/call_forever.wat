@@ -1,5 +1,5 @@
 ;; Calls the host in a loop forever: each call re-arms the epoch deadline, so only the overall
-;; deadline checked in every host call can stop it (stack-notes Hazard 7).
+;; deadline checked in every host call can stop it (stack hazard 7, docs/architecture.md).
 (module
 {{ALLOC}}
   (data (i32.const 1024) "{\"op\":\"telemetry.record\",\"name\":\"tick\"}")

@@ -5,7 +5,8 @@ can take it down. Executors offer journaled calls here; web workers bring hosts'
 answers. All state lives in a `Ledger` (brain/host/ledger.py); this actor only turns its
 decisions into messages and keeps three kinds of timers: a poll's wait, a call's deadline, and
 the grace a host gets after it was told of a cancellation. Nothing here is durable: after a
-restart the session's recovery records every unanswered call as `unknown` (docs/concepts.md, "Suspension and recovery").
+restart the session's recovery records every unanswered call as `unknown`
+(docs/concepts.md, "Suspension and recovery").
 """
 
 from __future__ import annotations

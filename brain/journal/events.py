@@ -1,6 +1,7 @@
 """Public Events: which records are public, and the envelope the HTTP API shows for them.
 
-Public kinds are exactly the public records listed in docs/journal.md ("Projections and Events"), plus extension Events
+Public kinds are exactly the public records listed in docs/journal.md ("Projections and
+Events"), plus extension Events
 (public under their own `name`) and `transcript_changed` when it replaces existing items (shown
 as `transcript_replaced`). Pure appends and kv records stay private. An Event keeps its
 record's journal sequence.

@@ -1,6 +1,7 @@
 """The segment store: naming, creation, and the one scanner every open, read and verify uses.
 
-The scanner is where the recovery rules live (docs/concepts.md, "Reading history"; docs/journal.md). It reads frames in order and yields only frames of
+The scanner is where the recovery rules live (docs/journal.md, "Recovery rules"). It reads
+frames in order and yields only frames of
 *complete* batches. It raises `CorruptJournal` for what may never be repaired: a complete frame
 whose checksum fails, an incomplete frame or unfinished batch at the end of a segment that is
 not the last, a sequence gap, a bad segment header. Where the last segment merely stops early (a

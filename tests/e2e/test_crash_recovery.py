@@ -1,4 +1,6 @@
-"""SIGKILL of every Brain process mid-turn, then restart (docs/concepts.md, "Suspension and recovery").
+"""SIGKILL of every Brain process mid-turn, then restart.
+
+See docs/concepts.md, "Suspension and recovery".
 
 The first access after restart (here: the registry's start-up scan) records the interrupted
 turn as failed and every started effect without a terminal as `unknown`; nothing is rerun.

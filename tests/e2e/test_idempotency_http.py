@@ -1,4 +1,4 @@
-"""Idempotency-Key over HTTP, across SIGKILL and restart (docs/concepts.md, "Idempotency"; docs/idempotency.md)."""
+"""Idempotency-Key over HTTP, across SIGKILL and restart (docs/idempotency.md)."""
 
 from __future__ import annotations
 

@@ -128,7 +128,7 @@ def test_server_wide_idle_ttl_retains_then_releases(tmp_path: Path) -> None:
 def test_a_client_that_disconnects_after_acceptance_does_not_cancel_the_turn(
     tmp_path: Path,
 ) -> None:
-    """A client that hangs up after admission does not cancel the turn (docs/concepts.md, "Turns")."""
+    """A client that hangs up after admission does not cancel the turn (concepts: Turns)."""
     slow = '[models.slow]\nprovider = "scripted"\nscript = [ { text = "done", delay_ms = 1500 } ]\n'
     server = configured(tmp_path, slow).start()
     try:

@@ -1,5 +1,5 @@
-"""Recovery rules (docs/concepts.md, "The journal and its projections"; docs/journal.md): only an incomplete final write is
-truncated; every other defect is refused with the file, offset and sequence."""
+"""Recovery rules (docs/journal.md): only an incomplete final write is truncated; every other
+defect is refused with the file, offset and sequence."""
 
 from __future__ import annotations
 

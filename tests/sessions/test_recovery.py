@@ -1,4 +1,4 @@
-"""The restart plan (docs/concepts.md, "Suspension and recovery"), folded from real record sequences."""
+"""The restart plan (docs/concepts.md, "Suspension and recovery"), folded from records."""
 
 from __future__ import annotations
 

@@ -320,8 +320,8 @@ def test_unanswered_claims_are_never_swept_running_or_dead(tmp_path: Path) -> No
 def test_an_ambiguous_claim_never_expires_so_its_request_never_runs_again(
     tmp_path: Path,
 ) -> None:
-    """docs/concepts.md, "Idempotency": a claim with no answer after a restart is never executed again, however
-    long ago it was made; only answers expire (the request ran, and its answer was sent)."""
+    """A claim with no answer after a restart is never executed again, however long ago it was
+    made; only answers expire (the request ran, and its answer was sent)."""
     clock = Clock()
     claim_send(open_store(tmp_path, boot_id="old-boot", clock=clock, retention_secs=60))
     store = open_store(tmp_path, clock=clock, retention_secs=60)

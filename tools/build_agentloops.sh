@@ -63,7 +63,7 @@ if [ -z "$OUT" ]; then
         echo "# Written by tools/build_agentloops.sh: the committed modules were built from these"
         echo "# sources with this compiler (checked by tests/agentloop/test_build.py)."
         echo "# compiler: $("$CLANG" --version | head -n 1)"
-        sha256sum tools/build_agentloops.sh agentloops/include/* agentloops/default/*.c \
+        sha256sum tools/build_agentloops.sh agentloops/include/*.[ch] agentloops/default/*.c \
             agentloops/examples/*.c brain/agentloop/default.wasm agentloops/examples/*.wasm
     } > "$RECORD.tmp"
     mv "$RECORD.tmp" "$RECORD"

@@ -1,19 +1,24 @@
 #!/bin/sh
-# Build the shipped Agentloops with Debian clang + lld (no libc, no WASI).
+# Build every committed Agentloop module from its C sources with Debian clang + lld (no libc,
+# no WASI).
 #
-#   tools/build_agentloops.sh [OUT_DIR]
+#   tools/build_agentloops.sh            rebuild the committed modules in place
+#   tools/build_agentloops.sh OUT_DIR    build the same modules into OUT_DIR instead
 #
-# OUT_DIR defaults to brain/agentloop/, where default.wasm is committed as package data so
-# users need no toolchain. With BUILD_EXAMPLES=1 the loops in agentloops/examples/ are built
-# too, into OUT_DIR/examples/. CLANG overrides the compiler (default: clang).
+# In place, agentloops/default/loop.c becomes brain/agentloop/default.wasm (package data, so
+# users need no toolchain), each agentloops/examples/NAME.c becomes agentloops/examples/NAME.wasm
+# next to its source (the tests run these, so they need no toolchain either), and
+# agentloops/built.txt records the compiler and the sha256 of every source and module.
+# With OUT_DIR the modules go to OUT_DIR/default.wasm and OUT_DIR/examples/NAME.wasm and no
+# record is written. CLANG overrides the compiler (default: clang).
 #
-# The build is reproducible: the same sources and clang give the same bytes
+# The build is reproducible: the same sources and the same clang give the same bytes
 # (tests/agentloop/test_build.py rebuilds into a temporary directory and compares).
 set -eu
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-OUT=${1:-"$ROOT/brain/agentloop"}
 CLANG=${CLANG:-clang}
+RECORD=agentloops/built.txt
 
 # build OUTPUT SOURCE... : one module from its C sources plus the guest library.
 # Relative source paths from a fixed directory and no -g keep paths and timestamps out of the
@@ -34,15 +39,33 @@ build() {
     echo "built $output"
 }
 
-case $OUT in
-/*) ;;
-*) OUT="$(pwd)/$OUT" ;;
-esac
+if [ $# -gt 0 ]; then
+    case $1 in
+    /*) OUT=$1 ;;
+    *) OUT="$(pwd)/$1" ;;
+    esac
+    DEFAULT_OUT=$OUT
+    EXAMPLES_OUT=$OUT/examples
+else
+    OUT=
+    DEFAULT_OUT=brain/agentloop
+    EXAMPLES_OUT=agentloops/examples
+fi
+
 cd "$ROOT"
-build "$OUT/default.wasm" agentloops/default/loop.c
-if [ "${BUILD_EXAMPLES:-0}" = 1 ]; then
-    for source in agentloops/examples/*.c; do
-        name=$(basename "$source" .c)
-        build "$OUT/examples/$name.wasm" "$source"
-    done
+build "$DEFAULT_OUT/default.wasm" agentloops/default/loop.c
+for source in agentloops/examples/*.c; do
+    build "$EXAMPLES_OUT/$(basename "$source" .c).wasm" "$source"
+done
+
+if [ -z "$OUT" ]; then
+    {
+        echo "# Written by tools/build_agentloops.sh: the committed modules were built from these"
+        echo "# sources with this compiler (checked by tests/agentloop/test_build.py)."
+        echo "# compiler: $("$CLANG" --version | head -n 1)"
+        sha256sum tools/build_agentloops.sh agentloops/include/*.[ch] agentloops/default/*.c \
+            agentloops/examples/*.c brain/agentloop/default.wasm agentloops/examples/*.wasm
+    } > "$RECORD.tmp"
+    mv "$RECORD.tmp" "$RECORD"
+    echo "wrote $RECORD"
 fi

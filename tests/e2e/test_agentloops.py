@@ -11,21 +11,16 @@ import pytest
 
 from brain.journal import JournalScan
 from tests.agentloop.helpers import compile_guest
-from tests.support.guests import build_examples
+from tests.support.guests import example_guest
 from tests.support.server import BrainServer, configured
 
 
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_examples(tmp_path_factory.mktemp("guests"))
-
-
 @pytest.fixture
-def server(tmp_path: Path, examples: Path) -> Iterator[BrainServer]:
+def server(tmp_path: Path) -> Iterator[BrainServer]:
     guests = tmp_path / "guests"
     mine = guests / "mine.wasm"
     guests.mkdir()
-    shutil.copy(examples / "host_script.wasm", mine)
+    shutil.copy(example_guest("host_script"), mine)
     spin = compile_guest("spin", guests)
     trap = compile_guest("trap", guests)
     s = configured(tmp_path,
@@ -41,13 +36,12 @@ def server(tmp_path: Path, examples: Path) -> Iterator[BrainServer]:
 
 
 def test_module_hash_is_recorded_and_a_changed_file_refused(server: BrainServer,
-                                                            examples: Path,
                                                             tmp_path: Path) -> None:
     session = server.create_session(agentloop="mine")
     recorded = session["config"]["agentloop"]
     assert recorded["name"] == "mine" and len(recorded["sha256"]) == 64
     assert server.send(server_sid := session["id"], "[]")["status"] == "ended"
-    shutil.copy(examples / "turn_counter.wasm", tmp_path / "guests" / "mine.wasm")
+    shutil.copy(example_guest("turn_counter"), tmp_path / "guests" / "mine.wasm")
     result = server.send(server_sid, "[]")
     assert result["status"] == "failed"
     assert result["error"]["code"] == "agentloop_error"

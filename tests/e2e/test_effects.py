@@ -12,7 +12,7 @@ import pytest
 
 from brain.journal import JournalScan
 from brain.sessions.transcript_diff import apply_delta
-from tests.support.guests import build_examples
+from tests.support.guests import example_guest
 from tests.support.server import BrainServer, configured
 from tests.tools.toolserver import ToolServer
 
@@ -49,17 +49,12 @@ def drop_after_request(conn, req) -> None:  # type: ignore[no-untyped-def]
     conn.reset()
 
 
-@pytest.fixture(scope="module")
-def examples(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_examples(tmp_path_factory.mktemp("guests"))
-
-
 @pytest.fixture
-def env(tmp_path: Path, examples: Path) -> Iterator[tuple[BrainServer, ToolServer, ToolServer]]:
+def env(tmp_path: Path) -> Iterator[tuple[BrainServer, ToolServer, ToolServer]]:
     remote = ToolServer()
     dropper = ToolServer(drop_after_request)
     server = configured(tmp_path, CONFIG.format(remote_url=remote.url, dropper_url=dropper.url,
-                                                script_wasm=examples / "host_script.wasm"),
+                                                script_wasm=example_guest("host_script")),
                         {"BRAIN_MAX_EMITTED_BYTES": "300"})
     try:
         server.start()

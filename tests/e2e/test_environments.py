@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.guests import build_examples
+from tests.support.guests import example_guest
 from tests.support.server import BrainServer, configured
 
 CONFIG = """
@@ -30,9 +30,8 @@ path = "{script}"
 
 
 @pytest.fixture
-def server(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
-    examples = build_examples(tmp_path_factory.mktemp("guests"))
-    s = configured(tmp_path, CONFIG.format(script=examples / "host_script.wasm"),
+def server(tmp_path: Path) -> Iterator[BrainServer]:
+    s = configured(tmp_path, CONFIG.format(script=example_guest("host_script")),
                    {"SECRET_OF_THE_SERVER": "do-not-leak"})
     try:
         yield s.start()

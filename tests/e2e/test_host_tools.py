@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from brain.journal import JournalScan
-from tests.support.guests import build_examples
+from tests.support.guests import example_guest
 from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
 
@@ -48,8 +48,7 @@ path = "{script}"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
     tmp = tmp_path_factory.mktemp("host")
-    examples = build_examples(tmp / "guests")
-    s = configured(tmp, CONFIG.format(script=examples / "host_script.wasm"),
+    s = configured(tmp, CONFIG.format(script=example_guest("host_script")),
                    {"BRAIN_MAX_TOOL_SECS": str(TOOL_SECS),
                     "BRAIN_HOST_ENVIRONMENT_SECS": str(ENVIRONMENT_SECS),
                     "BRAIN_MAX_TURN_SECS": "30"})

@@ -272,6 +272,10 @@ class SessionActor(BridgedActor):
 
     def _open(self, *, create: bool) -> None:
         if self.writer is not None:
+            if self.turn is None and self.phase is None:
+                # Kept open since an earlier command (an idle TTL): before this one writes,
+                # the CRC pass an open makes, so a journal damaged meanwhile takes no write.
+                self.writer.verify()
             return
         journal_dir = self.session_dir / "journal"
         if not create and not journal_dir.is_dir():

@@ -230,6 +230,26 @@ class JournalWriter:
         self._transcript_length = length
         self.last_seq = scan.last_seq
 
+    def verify(self) -> None:
+        """Check, for a writer kept open between commands, that the journal still holds the
+        bytes it verified and wrote: the same CRC pass as an open, over every segment, against
+        the checksums this writer keeps. On a mismatch every frame is read to name the damage
+        (`CorruptJournal`, and the checkpoint over it is removed, as an open does).
+        """
+        segments = list_segments(self.journal_dir)
+        mine = [*self._history, SegmentDigest(self._segment, self._size, self._segment_crc)]
+        mismatch = history_mismatch(segments, mine, self._segment, self._size)
+        if mismatch is None:
+            return
+        try:
+            for _frame in JournalScan(self.journal_dir, decode=False, segments=segments):
+                pass
+        except CorruptJournal as exc:
+            if self._checkpoint_path is not None:
+                self._drop_checkpoint(exc)
+            raise
+        raise JournalError(f"{self.journal_dir} changed under its writer ({mismatch})")
+
     def _drop_checkpoint(self, damage: CorruptJournal) -> None:
         """Remove a checkpoint whose covered history is refused. It is a cache of history that
         no longer reads; without it every reader replays from the start and meets the damage,

@@ -298,3 +298,28 @@ def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(
         assert s.send(healthy, "after the delete")["status"] == "ended"
     finally:
         s.kill()
+
+
+def test_a_session_kept_open_takes_no_write_once_its_journal_is_damaged(tmp_path: Path) -> None:
+    """With an idle TTL the session actor keeps its writer open between turns; damage made
+    meanwhile is found before the next command writes, as an open would find it."""
+    s = BrainServer(tmp_path / "data", env={"BRAIN_SESSION_IDLE_TTL_MS": "0"}).start()
+    try:
+        sid = s.create_session()["id"]
+        for turn in range(2):
+            assert s.send(sid, f"turn {turn}")["status"] == "ended"
+        session_dir = s.data_dir / "sessions" / sid
+        segment, offset = covered_frame(session_dir)
+        data = bytearray(segment.read_bytes())
+        data[offset + FRAME_HEADER_SIZE + 1] ^= 0x01
+        segment.write_bytes(bytes(data))
+        before = journal_bytes(session_dir)
+        sent = s.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "after"})
+        assert error_code(sent) == (500, "session_damaged"), sent.text
+        assert f"{segment.name} at byte offset {offset}" in sent.json()["error"]["message"]
+        assert journal_bytes(session_dir) == before
+        assert s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "damaged"
+        assert s.request("DELETE", f"/v1/sessions/{sid}").status_code == 204
+        assert error_code(s.request("GET", f"/v1/sessions/{sid}")) == (404, "not_found")
+    finally:
+        s.kill()

@@ -169,3 +169,21 @@ def test_a_checkpoint_with_absent_or_wrong_checksums_is_rebuilt(
     assert journal_bytes(tmp_path) == before
     assert path.read_bytes() == good  # rebuilt, with the files' own checksums
     assert SessionReader(tmp_path).projection() == expected
+
+
+def test_a_writer_kept_open_finds_damage_made_since_its_open(tmp_path: Path) -> None:
+    turns_journal(tmp_path, turns=3, segment_bytes=700)
+    writer = open_writer(tmp_path, segment_bytes=700)
+    writer.append([{"kind": "kv_put", "key": "k", "value": "v" * 200}])
+    writer.append([{"kind": "kv_put", "key": "k", "value": "w" * 200}])  # rolls
+    writer.verify()  # its own appends and rolls keep the checksums true
+    path, start, _end = covered_frames(tmp_path)[1]
+    flip(path, start + 7)  # the frame header's reserved bytes: its header checksum fails
+    before = journal_bytes(tmp_path)
+    with pytest.raises(CorruptJournal) as refused:
+        writer.verify()
+    assert (refused.value.path, refused.value.offset) == (str(path), start)
+    assert refused.value.reason == "frame header checksum mismatch"
+    assert journal_bytes(tmp_path) == before
+    assert not (tmp_path / "checkpoint").exists()
+    writer.close()

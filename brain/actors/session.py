@@ -61,7 +61,7 @@ from brain.sessions.environments import environments_set_up
 from brain.sessions.extension_events import EventRefused, check_event, extension_record
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.transcript_diff import context_delta, transcript_delta
-from brain.sessions.views import session_view, turn_result
+from brain.sessions.views import damage_message, session_view, turn_result
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -158,10 +158,13 @@ class SessionActor(BridgedActor):
         except errors.BrainError as exc:
             self._reply(msg.reply_to, msg.request_id, error=exc)
         except CorruptJournal as exc:
-            log.error("session %s damaged: %s", self.session_id, exc)
+            # The writer's open refuses a damaged journal before anything is appended.
+            log.error("session %s damaged, %s refused: %s at byte offset %d (sequence %s): %s",
+                      self.session_id, type(msg.command).__name__, exc.path, exc.offset,
+                      exc.seq, exc.reason)
             self._close_journal()
-            self._reply(msg.reply_to, msg.request_id,
-                        error=errors.SessionDamaged("the session's journal is damaged"))
+            self._reply(msg.reply_to, msg.request_id, error=errors.SessionDamaged(
+                damage_message(exc, self.settings.data_path)))
         except Exception:
             log.exception("session %s: command %s failed", self.session_id,
                           type(msg.command).__name__)
@@ -269,6 +272,10 @@ class SessionActor(BridgedActor):
 
     def _open(self, *, create: bool) -> None:
         if self.writer is not None:
+            if self.turn is None and self.phase is None:
+                # Kept open since an earlier command (an idle TTL): before this one writes,
+                # the CRC pass an open makes, so a journal damaged meanwhile takes no write.
+                self.writer.verify()
             return
         journal_dir = self.session_dir / "journal"
         if not create and not journal_dir.is_dir():
@@ -469,8 +476,13 @@ class SessionActor(BridgedActor):
     def _delete(self, msg: Delivered) -> None:
         try:
             self._open(create=False)
-        except CorruptJournal:
-            # A damaged journal cannot record teardown; its directories are removed as they are.
+        except CorruptJournal as exc:
+            # A damaged journal cannot record teardown, and an effect that cannot be journaled
+            # first is never sent: no Environment operation runs. The session's directory and
+            # its local Environment trees are removed as they are; host Environments are not
+            # told (docs/decisions.md).
+            log.warning("session %s damaged (%s): deleted without Environment teardown",
+                        self.session_id, exc)
             self._remove_session_files()
             self._reply(msg.reply_to, msg.request_id, body={})
             return

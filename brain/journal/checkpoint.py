@@ -5,7 +5,7 @@ Layout of `sessions/{id}/checkpoint` (little endian)::
     magic "BRAINCKP" (8) | version u16 | reserved u16 | meta_len u32 | body_len u32
     | meta_crc u32 | body_crc u32 | header_crc u32          (32-byte header)
     meta (CBOR)   {fold_version, seq, segment, offset, crc, at, core_length, transcript_length,
-                   index}
+                   index, history}
     body          CBOR of the Projection without transcript and kv (core_length bytes),
                   then CBOR of [transcript, kv]
 
@@ -13,9 +13,11 @@ Layout of `sessions/{id}/checkpoint` (little endian)::
 offset and payload CRC. A checkpoint is used only if that exact frame is still there, so a
 journal that was truncated, replaced or rewritten makes it stale. `index` holds seek points
 `[seq, segment, offset, transcript_length_before]` so event pages start near their cursor
-without reading the whole journal. Meta and body have separate checksums so a page read can
-use the index without decoding the (possibly large) projection, and the body's core comes first
-so a status read need not decode the transcript.
+without reading the whole journal. `history` holds `[segment, length, crc]`, the CRC32C of
+every covered segment's bytes up to the end of that frame (see `history.py`), so a writer open
+verifies the covered history in one CRC pass. Meta and body have separate checksums so a page
+read can use the index without decoding the (possibly large) projection, and the body's core
+comes first so a status read need not decode the transcript.
 
 The file is replaced atomically (temp file, fsync, rename, directory fsync). Nothing here is
 ever trusted over the journal: any doubt means "rebuild".
@@ -37,6 +39,7 @@ from typing import Any
 import cbor2
 
 from brain.journal.frames import FRAME_HEADER_SIZE, crc32c
+from brain.journal.history import SegmentDigest
 from brain.journal.projection import FOLD_VERSION, Projection
 from brain.journal.segments import (
     Cursor,
@@ -79,6 +82,7 @@ class Checkpoint:
     transcript_length: int
     index: Sequence[SeekPoint]
     projection: Projection | None  # None when loaded without the body
+    history: tuple[SegmentDigest, ...] = ()  # empty in a checkpoint of an older Brain
 
     def resume_point(self, frame_length: int) -> SeekPoint:
         end = self.offset + FRAME_HEADER_SIZE + frame_length
@@ -94,6 +98,7 @@ def encode_checkpoint(cp: Checkpoint, projection: Projection) -> bytes:
         "fold_version": FOLD_VERSION, "seq": cp.seq, "segment": cp.segment,
         "offset": cp.offset, "crc": cp.crc, "at": cp.at, "core_length": len(core),
         "transcript_length": cp.transcript_length, "index": _pack_index(cp.index),
+        "history": [list(digest) for digest in cp.history],
     })  # fmt: skip
     head = _HEADER.pack(
         CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 0, len(meta), len(body), crc32c(meta), crc32c(body), 0
@@ -184,6 +189,7 @@ def load_checkpoint(
             int(meta["transcript_length"]),
             index,
             projection,
+            tuple(SegmentDigest(*map(int, d)) for d in meta.get("history", ())),
         )
     except Exception as exc:  # a checksummed but unreadable body: treat as damaged
         return None, f"damaged ({type(exc).__name__})"

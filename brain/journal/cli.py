@@ -2,8 +2,11 @@
 
 Operator tools over the journal library. `verify` reads every frame of every segment (it trusts
 no checkpoint), folds every record, and checks the checkpoint against the journal; it exits 1
-with the first problem, else prints counts. A torn tail is reported but is not an error: the
-next writer open truncates it. `dump` prints records in journal order. Neither writes anything.
+with the first problem, else prints counts. Its rules are the writer open's: a complete frame
+whose checksum fails is refused wherever it is, under the checkpoint too; a torn tail is
+reported but is not an error (the next writer open truncates it); a checkpoint whose history
+checksums disagree with frames that all verify is stale (the next open rebuilds it). `dump`
+prints records in journal order. Neither writes anything.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from brain.journal import (
     to_event,
 )
 from brain.journal.checkpoint import resume_cursor
+from brain.journal.history import history_mismatch
 
 
 def resolve(target: str, environ: dict[str, str] | None = None) -> tuple[Path, Path | None]:
@@ -104,14 +108,17 @@ def verify(target: str, out: TextIO | None = None) -> int:
             f"{torn.size - torn.offset} bytes; truncated at the next open)",
             file=out,
         )
-    state, ok = _checkpoint_state(checkpoint_path, journal_dir, at_checkpoint)
+    state, ok = _checkpoint_state(checkpoint_path, journal_dir, segments, at_checkpoint)
     print(f"checkpoint  {state}", file=out)
     return 0 if ok else 1
 
 
-def _checkpoint_state(path: Path | None, journal_dir: Path, folded: Any) -> tuple[str, bool]:
+def _checkpoint_state(
+    path: Path | None, journal_dir: Path, segments: list[Any], folded: Any
+) -> tuple[str, bool]:
     """A missing, damaged or stale checkpoint is only rebuilt; one that matches the journal's
-    position but not its fold is a bug worth failing on."""
+    position and bytes but not its fold is a bug worth failing on. (Called once every frame
+    has verified, so history checksums that disagree mean a stale checkpoint, not damage.)"""
     if path is None:
         return "none", True
     cp, why = load_checkpoint(path)
@@ -120,6 +127,9 @@ def _checkpoint_state(path: Path | None, journal_dir: Path, folded: Any) -> tupl
     point, why = resume_cursor(journal_dir, cp)
     if point is None:
         return f"{why} (it will be rebuilt)", True
+    mismatch = history_mismatch(segments, cp.history, cp.segment, point.offset)
+    if mismatch is not None:
+        return f"stale ({mismatch}; it will be rebuilt)", True
     if folded != cp.projection:
         return f"DISAGREES with the journal's fold at sequence {cp.seq}", False
     return f"valid through {cp.seq}", True

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import google_crc32c
+
 from brain.journal.checkpoint import (
     INDEX_STRIDE,
     Checkpoint,
@@ -35,13 +37,17 @@ from brain.journal.errors import (
 from brain.journal.frames import (
     FRAME_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
+    crc32c,
     encode_batch,
+    encode_segment_header,
     record_encoder,
 )
+from brain.journal.history import SegmentDigest, digest_segments, history_mismatch
 from brain.journal.projection import Projection, ProjectionBuilder
 from brain.journal.segments import (
     TEMP_SUFFIX,
     JournalScan,
+    Torn,
     create_segment,
     fsync_dir,
     list_segments,
@@ -54,6 +60,7 @@ DEFAULT_SEGMENT_BYTES = 64 << 20
 CHECKPOINT_NAME = "checkpoint"
 _DEFAULT = object()
 _RESERVED = ("seq", "kind", "at")
+_extend_crc = google_crc32c.extend
 _live_writers: weakref.WeakSet[JournalWriter] = weakref.WeakSet()
 
 
@@ -79,6 +86,8 @@ class JournalWriter:
         self._last_frame: tuple[int, int, int] | None = None  # segment, offset, payload crc
         self._transcript_length = 0
         self._index: list[SeekPoint] = []
+        self._history: list[SegmentDigest] = []  # CRC32C of each closed segment's bytes
+        self._segment_crc = 0  # CRC32C of the open segment's bytes [0, _size)
         self._broken: BaseException | None = None
         self._clock: Callable[[], int] = _now_ms
         self._checkpoint_path: Path | None = None
@@ -98,9 +107,11 @@ class JournalWriter:
         """Open (creating if missing) a journal, recover it, and return its writer.
 
         Recovery: a torn write at the end of the last segment is truncated (and logged);
-        anything else wrong raises `CorruptJournal`. `checkpoint_path` (default: `checkpoint`
-        beside the journal directory, None for none) is used to skip re-reading committed
-        history, and rebuilt from the journal when it is missing, damaged or stale.
+        anything else wrong raises `CorruptJournal`, naming the segment and offset of the
+        first bad frame, wherever it is. `checkpoint_path` (default: `checkpoint` beside the
+        journal directory, None for none) spares decoding the history it covers, which is
+        verified by one CRC pass over its segment bytes instead (see `history.py`); it is
+        rebuilt from the journal when it is missing, damaged or stale.
         """
         if segment_bytes < SEGMENT_HEADER_SIZE + FRAME_HEADER_SIZE:
             raise ValueError("segment_bytes is too small")
@@ -141,11 +152,20 @@ class JournalWriter:
         segments = list_segments(self.journal_dir)
         start = None
         rebuild: ProjectionBuilder | None = None
+        verified: tuple[SegmentDigest, ...] = ()
+        distrusted = False  # a checkpoint whose covered history failed the CRC pass
         if self._checkpoint_path is not None and segments:
             cp, start, why = load_valid_checkpoint(
                 self.journal_dir, self._checkpoint_path, with_projection=False
             )
             if cp is not None and start is not None:
+                mismatch = history_mismatch(segments, cp.history, cp.segment, start.offset)
+                if mismatch is not None:
+                    # Damage in the covered history, or a stale checkpoint: reading every
+                    # frame tells which (and where), and the fold rebuilds the checkpoint.
+                    cp, start, why, distrusted = None, None, f"unverified ({mismatch})", True
+            if cp is not None and start is not None:
+                verified = cp.history
                 self._index = [p for p in cp.index if p.seq < start.seq]
                 self._transcript_length = start.transcript_length
                 self._last_frame = (cp.segment, cp.offset, cp.crc)
@@ -158,6 +178,40 @@ class JournalWriter:
                 )
                 rebuild = ProjectionBuilder()
         scan = JournalScan(self.journal_dir, start.cursor if start else None, segments=segments)
+        try:
+            self._replay(scan, rebuild)
+        except CorruptJournal as exc:
+            if distrusted:
+                self._drop_checkpoint(exc)
+            raise
+        if scan.torn is not None:
+            self._truncate(scan.torn)
+        if not segments:
+            create_segment(self.journal_dir, 1)
+            segments = list_segments(self.journal_dir)
+        final = segments[-1]
+        self._open_segment(final.first_seq, final.path)
+        # A writer that died before its fdatasync may have left a batch that only the page
+        # cache holds. Make what recovery accepted durable before anything is built on it.
+        os.fdatasync(self._fd)
+        if (
+            scan.end is not None
+            and scan.end.segment == final.first_seq
+            and scan.end.offset != self._size
+        ):
+            raise JournalError(
+                f"{final.path}: size {self._size} after recovery, expected {scan.end.offset}"
+            )
+        digests = digest_segments(segments, verified)  # reads only what the pass did not
+        if digests[-1].length != self._size:
+            raise JournalError(f"{final.path}: size changed during recovery")
+        self._history, self._segment_crc = digests[:-1], digests[-1].crc
+        if rebuild is not None and self.last_seq > 0:
+            self.write_checkpoint(rebuild.build())
+
+    def _replay(self, scan: JournalScan, rebuild: ProjectionBuilder | None) -> None:
+        """Read the frames recovery reads: the seek index, the last frame and time, and (when
+        the checkpoint is being rebuilt) the fold of every record."""
         length = self._transcript_length
         for frame in scan:
             record = frame.record
@@ -175,42 +229,57 @@ class JournalWriter:
             self._last_at = record["at"]
         self._transcript_length = length
         self.last_seq = scan.last_seq
-        if scan.torn is not None:
-            torn = scan.torn
-            log.warning(
-                "journal %s: truncating torn write at %s offset %d (sequence %d, %s; "
-                "%d bytes dropped)",
-                self.journal_dir,
-                torn.path.name,
-                torn.offset,
-                torn.seq,
-                torn.reason,
-                torn.size - torn.offset,
-            )
-            fd = os.open(torn.path, os.O_WRONLY | os.O_CLOEXEC)
-            try:
-                os.ftruncate(fd, torn.offset)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        if not segments:
-            create_segment(self.journal_dir, 1)
-            segments = list_segments(self.journal_dir)
-        final = segments[-1]
-        self._open_segment(final.first_seq, final.path)
-        # A writer that died before its fdatasync may have left a batch that only the page
-        # cache holds. Make what recovery accepted durable before anything is built on it.
-        os.fdatasync(self._fd)
-        if (
-            scan.end is not None
-            and scan.end.segment == final.first_seq
-            and scan.end.offset != self._size
-        ):
-            raise JournalError(
-                f"{final.path}: size {self._size} after recovery, expected {scan.end.offset}"
-            )
-        if rebuild is not None and self.last_seq > 0:
-            self.write_checkpoint(rebuild.build())
+
+    def verify(self) -> None:
+        """Check, for a writer kept open between commands, that the journal still holds the
+        bytes it verified and wrote: the same CRC pass as an open, over every segment, against
+        the checksums this writer keeps. On a mismatch every frame is read to name the damage
+        (`CorruptJournal`, and the checkpoint over it is removed, as an open does).
+        """
+        segments = list_segments(self.journal_dir)
+        mine = [*self._history, SegmentDigest(self._segment, self._size, self._segment_crc)]
+        mismatch = history_mismatch(segments, mine, self._segment, self._size)
+        if mismatch is None:
+            return
+        try:
+            for _frame in JournalScan(self.journal_dir, decode=False, segments=segments):
+                pass
+        except CorruptJournal as exc:
+            if self._checkpoint_path is not None:
+                self._drop_checkpoint(exc)
+            raise
+        raise JournalError(f"{self.journal_dir} changed under its writer ({mismatch})")
+
+    def _drop_checkpoint(self, damage: CorruptJournal) -> None:
+        """Remove a checkpoint whose covered history is refused. It is a cache of history that
+        no longer reads; without it every reader replays from the start and meets the damage,
+        so the session reads as damaged everywhere, as the writer found it."""
+        assert self._checkpoint_path is not None
+        log.warning(
+            "journal %s: removing checkpoint %s, which covers refused history (%s)",
+            self.journal_dir,
+            self._checkpoint_path,
+            damage,
+        )
+        self._checkpoint_path.unlink(missing_ok=True)
+
+    def _truncate(self, torn: Torn) -> None:
+        log.warning(
+            "journal %s: truncating torn write at %s offset %d (sequence %d, %s; "
+            "%d bytes dropped)",
+            self.journal_dir,
+            torn.path.name,
+            torn.offset,
+            torn.seq,
+            torn.reason,
+            torn.size - torn.offset,
+        )
+        fd = os.open(torn.path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.ftruncate(fd, torn.offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _open_segment(self, first_seq: int, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
@@ -265,6 +334,7 @@ class JournalWriter:
             raise WriterBroken(
                 f"{self.journal_dir}: write failed ({exc}); the journal must be reopened"
             ) from exc
+        self._segment_crc = _extend_crc(self._segment_crc, data)
         self._add_seek_points(committed, first, base, offsets)
         self._last_frame = (self._segment, base + offsets[-1], last_crc)
         self._size = base + len(data)
@@ -286,9 +356,12 @@ class JournalWriter:
             self._index.append(SeekPoint(first + i, self._segment, base + offsets[i], before))
 
     def _roll(self, first_seq: int) -> None:
+        closed = SegmentDigest(self._segment, self._size, self._segment_crc)
         try:
             path = create_segment(self.journal_dir, first_seq)
             self._open_segment(first_seq, path)
+            self._history.append(closed)
+            self._segment_crc = crc32c(encode_segment_header(first_seq))
         except OSError as exc:
             self._broken = exc
             raise WriterBroken(
@@ -322,6 +395,7 @@ class JournalWriter:
             self._transcript_length,
             tuple(self._index),
             None,
+            (*self._history, SegmentDigest(self._segment, self._size, self._segment_crc)),
         )
         write_checkpoint(self._checkpoint_path, cp, projection)
 

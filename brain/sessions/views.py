@@ -1,7 +1,9 @@
-"""The contract's response shapes built from a projection: Session and TurnResult."""
+"""The contract's response shapes built from a projection: Session and TurnResult; the message
+of a refusal of a damaged journal."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 
@@ -18,3 +20,16 @@ def turn_result(session_id: str, turn: int, terminal: dict[str, Any]) -> dict[st
                 "output": terminal.get("output")}
     return {"session_id": session_id, "sequence": turn, "status": "failed",
             "error": terminal.get("error")}
+
+
+def damage_message(damage: Any, data_path: Path) -> str:
+    """What a `session_damaged` refusal tells its client: the refused segment file (under the
+    data directory, so no more of the server's layout than that), the byte offset of the bad
+    frame and why, so an operator can go straight to it with `brain journal verify`."""
+    path = Path(damage.path)
+    try:
+        shown = str(path.relative_to(data_path))
+    except ValueError:
+        shown = path.name
+    return (f"the session's journal is damaged: {shown} at byte offset {damage.offset} "
+            f"({damage.reason}); nothing more is written to it; see `brain journal verify`")

@@ -1,20 +1,23 @@
 """Over real HTTP: media type and size refusals, create bodies with nulls and bad seeds, session
 tokens across deletion, the generated operator token, a configuration refused at start, and a
-damaged session beside healthy ones."""
+damaged session beside healthy ones: refused for every write, readable as damaged, deletable."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import requests
 
+from brain.journal import JournalScan, load_checkpoint
 from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
 from brain.operator_token import TOKEN_FILE
 from brain.web.bodies import MESSAGE_BODY_LIMIT
@@ -22,6 +25,7 @@ from tests.support.server import BrainServer
 
 SERVE_REFUSAL_TIMEOUT_SECS = 20.0
 SSE_TIMEOUT_SECS = 10.0
+RELEASE_TIMEOUT_SECS = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +224,102 @@ def _check_healthy(s: BrainServer, sid: str, damaged: str) -> None:
     assert [e["kind"] for e in s.events(sid)][-1] == "turn_ended"
     listed = {x["id"]: x["status"] for x in s.request("GET", "/v1/sessions").json()["sessions"]}
     assert listed == {sid: "idle", damaged: "damaged"}
+
+
+def covered_frame(session_dir: Path) -> tuple[Path, int]:
+    """(segment, offset) of the first turn's `turn_started`: a complete frame that the
+    checkpoint covers, with later turns after it."""
+    cp, why = load_checkpoint(session_dir / "checkpoint")
+    assert cp is not None, why
+    for frame in JournalScan(session_dir / "journal"):
+        if frame.record["kind"] == "turn_started":
+            assert frame.seq < cp.seq
+            return session_dir / "journal" / f"{frame.segment:020d}.seg", frame.offset
+    raise AssertionError("no turn in the journal")
+
+
+def journal_bytes(session_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((session_dir / "journal").iterdir())}
+
+
+def wait_for_no_open_session_actor(s: BrainServer) -> None:
+    """Until every session actor has been released, so the next command opens its writer."""
+    deadline = time.monotonic() + RELEASE_TIMEOUT_SECS
+    while time.monotonic() < deadline:
+        metrics = s.request("GET", "/metrics").text
+        if re.search(r"^brain_session_actors_open 0$", metrics, re.MULTILINE):
+            return
+        time.sleep(0.05)
+    raise AssertionError("a session actor stayed open")
+
+
+def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(
+    tmp_path: Path,
+) -> None:
+    s = BrainServer(tmp_path / "data").start()
+    try:
+        damaged = s.create_session(environments=["local"])["id"]
+        healthy = s.create_session()["id"]
+        for turn in range(3):
+            assert s.send(damaged, f"turn {turn}")["status"] == "ended"
+        session_dir = s.data_dir / "sessions" / damaged
+        environment = s.data_dir / "environments" / damaged / "local"
+        assert environment.is_dir()
+        wait_for_no_open_session_actor(s)
+        segment, offset = covered_frame(session_dir)
+        data = bytearray(segment.read_bytes())
+        data[offset + FRAME_HEADER_SIZE + 2] ^= 0x04  # one bit, inside the payload
+        segment.write_bytes(bytes(data))
+        before = journal_bytes(session_dir)
+
+        sent = s.request("POST", f"/v1/sessions/{damaged}/messages", json={"input": "after"})
+        assert error_code(sent) == (500, "session_damaged"), sent.text
+        message = sent.json()["error"]["message"]
+        assert f"sessions/{damaged}/journal/{segment.name} at byte offset {offset}" in message
+        assert journal_bytes(session_dir) == before
+        log = s.log_path.read_text(errors="replace")
+        assert f"{segment} at byte offset {offset}" in log, log[-3000:]
+
+        submitted = s.request("POST", f"/v1/sessions/{damaged}/messages", json={"input": "x"},
+                              headers={"Prefer": "respond-async"})
+        assert error_code(submitted) == (500, "session_damaged"), submitted.text
+        ended = s.request("POST", f"/v1/sessions/{damaged}/end")
+        assert error_code(ended) == (500, "session_damaged"), ended.text
+        assert f"byte offset {offset}" in ended.json()["error"]["message"]
+        cancelled = s.request("POST", f"/v1/sessions/{damaged}/cancel")
+        assert cancelled.status_code == 200 and cancelled.json()["sequence"] is None
+        _check_damaged(s, damaged)  # reads say damaged; one more send is refused
+        _check_healthy(s, healthy, damaged)
+        assert journal_bytes(session_dir) == before  # nothing was ever appended
+
+        assert s.request("DELETE", f"/v1/sessions/{damaged}").status_code == 204
+        assert error_code(s.request("GET", f"/v1/sessions/{damaged}")) == (404, "not_found")
+        assert not session_dir.exists() and not environment.exists()
+        assert s.send(healthy, "after the delete")["status"] == "ended"
+    finally:
+        s.kill()
+
+
+def test_a_session_kept_open_takes_no_write_once_its_journal_is_damaged(tmp_path: Path) -> None:
+    """With an idle TTL the session actor keeps its writer open between turns; damage made
+    meanwhile is found before the next command writes, as an open would find it."""
+    s = BrainServer(tmp_path / "data", env={"BRAIN_SESSION_IDLE_TTL_MS": "0"}).start()
+    try:
+        sid = s.create_session()["id"]
+        for turn in range(2):
+            assert s.send(sid, f"turn {turn}")["status"] == "ended"
+        session_dir = s.data_dir / "sessions" / sid
+        segment, offset = covered_frame(session_dir)
+        data = bytearray(segment.read_bytes())
+        data[offset + FRAME_HEADER_SIZE + 1] ^= 0x01
+        segment.write_bytes(bytes(data))
+        before = journal_bytes(session_dir)
+        sent = s.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "after"})
+        assert error_code(sent) == (500, "session_damaged"), sent.text
+        assert f"{segment.name} at byte offset {offset}" in sent.json()["error"]["message"]
+        assert journal_bytes(session_dir) == before
+        assert s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "damaged"
+        assert s.request("DELETE", f"/v1/sessions/{sid}").status_code == 204
+        assert error_code(s.request("GET", f"/v1/sessions/{sid}")) == (404, "not_found")
+    finally:
+        s.kill()

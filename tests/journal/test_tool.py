@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from brain.journal import JournalWriter, SessionReader
+from brain.journal import (
+    CorruptJournal,
+    JournalScan,
+    JournalWriter,
+    SessionReader,
+    load_checkpoint,
+)
+from brain.journal.checkpoint import encode_checkpoint
 from brain.journal.cli import main
 from tests.journal.helpers import created, delta, message, open_writer, segments
 
@@ -43,6 +51,36 @@ def test_verify_reports_first_problem_even_under_a_checkpoint(
     assert main(["verify", "s1"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("CORRUPT") and first.name in out and "offset 32" in out
+
+
+def test_verify_refuses_what_the_writer_open_refuses(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = data_dir / "sessions" / "s1"
+    *_, frame, _last = JournalScan(session / "journal")  # under the checkpoint, not its frame
+    target = session / "journal" / f"{frame.segment:020d}.seg"
+    data = bytearray(target.read_bytes())
+    data[frame.end - 1] ^= 0x01
+    target.write_bytes(bytes(data))
+    with pytest.raises(CorruptJournal) as refused:
+        JournalWriter.open(session / "journal", segment_bytes=512)
+    assert main(["verify", str(session)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"CORRUPT {refused.value.path} offset {refused.value.offset} ")
+
+
+def test_verify_calls_a_checkpoint_with_other_history_checksums_stale(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = data_dir / "sessions" / "s1" / "checkpoint"
+    cp, _ = load_checkpoint(path)
+    wrong = tuple(d._replace(crc=d.crc ^ 1) for d in cp.history)
+    path.write_bytes(encode_checkpoint(replace(cp, history=wrong), cp.projection))
+    assert main(["verify", "s1"]) == 0
+    assert "differ from its history checksum; it will be rebuilt" in capsys.readouterr().out
+    JournalWriter.open(data_dir / "sessions" / "s1" / "journal", segment_bytes=512).close()
+    assert main(["verify", "s1"]) == 0
+    assert "valid through 13" in capsys.readouterr().out
 
 
 def test_verify_notes_a_torn_tail_without_failing(

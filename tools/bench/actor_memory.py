@@ -6,8 +6,10 @@ the same whether session actors are forked on demand or handed out from a pool:
 - a **session process** is a process of the server's group that holds a file of one of the
   measured sessions open (a resident session actor keeps its journal open);
 - an **idle actor** is a sibling of a session process (same parent, the actor that creates
-  session actors) that holds no session's file: a pooled actor waiting for a session. A server
-  that forks session actors on demand has none.
+  session actors) that holds no file of any session: a pooled actor waiting for a session. A
+  server that forks session actors on demand has none. (Were session actors children of the
+  actor system's root, its other children would be counted here too; today the registry is
+  their parent.)
 
 USS (Private_Clean + Private_Dirty) is what the process alone costs; the PSS delta of the whole
 group per session is shown beside it, since forks share pages that USS leaves out.
@@ -49,9 +51,9 @@ def open_paths(pid: int) -> list[str]:
     return paths
 
 
-def holds_session_files(pid: int, sessions_root: Path) -> bool:
-    root = str(sessions_root) + os.sep
-    return any(path.startswith(root) for path in open_paths(pid))
+def holds_files_under(pid: int, dirs: list[Path]) -> bool:
+    roots = tuple(str(d) + os.sep for d in dirs)
+    return any(path.startswith(roots) for path in open_paths(pid))
 
 
 @dataclass
@@ -73,18 +75,20 @@ def measure(server: BrainServer, sessions: int, settle_secs: float = 1.0,
     pgid = server.proc.pid
     time.sleep(settle_secs)
     pss_before = sum(pss_kib(pid) for pid in group_pids(pgid))
+    session_dirs = []
     for _ in range(sessions):
         sid = server.create_session(idle_ttl_ms=0, **create)["id"]
+        session_dirs.append(server.data_dir / "sessions" / sid)
         result = server.send(sid, "hello")
         if result["status"] != "ended":
             raise RuntimeError(f"turn did not end: {result}")
     time.sleep(settle_secs)
     pids = group_pids(pgid)
     pss_after = sum(pss_kib(pid) for pid in pids)
-    root = server.data_dir / "sessions"
-    holders = [pid for pid in pids if holds_session_files(pid, root)]
+    holders = [pid for pid in pids if holds_files_under(pid, session_dirs)]
+    all_sessions = [server.data_dir / "sessions"]  # sessions resident before count as busy
     parents = {parent_pid(pid) for pid in holders} - {None}
-    idle = [pid for pid in pids
-            if pid not in holders and parent_pid(pid) in parents]
+    idle = [pid for pid in pids if parent_pid(pid) in parents and pid not in holders
+            and not holds_files_under(pid, all_sessions)]
     return ActorMemory(sessions, [uss_kib(pid) for pid in holders],
                        [uss_kib(pid) for pid in idle], (pss_after - pss_before) / sessions)

@@ -171,9 +171,14 @@ def wait_not_running(server: BrainServer, sids: list[str], deadline: float) -> N
     http.headers["Authorization"] = f"Bearer {server.token}"
     left = list(sids)
     while left and time.monotonic() < deadline:
-        left = [sid for sid in left
-                if http.get(f"{server.url}/v1/sessions/{sid}", timeout=30).json()
-                .get("status") == "running"]
+        still = []
+        for sid in left:
+            if time.monotonic() > deadline:
+                return
+            body = http.get(f"{server.url}/v1/sessions/{sid}", timeout=30).json()
+            if body.get("status") == "running":
+                still.append(sid)
+        left = still
         if left:
             time.sleep(0.2)
 

@@ -116,8 +116,9 @@ def turn_runner(graph: Any, durability: str, tool_rounds: int) -> Callable[[str,
         if not isinstance(last, AIMessage) or last.content != ANSWER:
             raise RuntimeError(f"turn did not end with the scripted answer: {last!r}")
         if expected_calls:
-            turn = state["messages"][-(2 * tool_rounds + 1 + expected_calls):]
-            results = sum(1 for m in turn if m.type == "tool")
+            messages = state["messages"]
+            human = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+            results = sum(1 for m in messages[human:] if m.type == "tool")
             if results != expected_calls:
                 raise RuntimeError(f"{results} tool results in the turn, {expected_calls} expected")
 

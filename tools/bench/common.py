@@ -116,11 +116,20 @@ def pss_kib(pid: int) -> int:
 
 
 @contextmanager
-def bench_server(env: dict[str, str] | None = None) -> Iterator[BrainServer]:
-    """A started `brain serve` on a fresh data dir in the system temp dir, always killed."""
+def bench_server(env: dict[str, str] | None = None,
+                 config: str | None = None) -> Iterator[BrainServer]:
+    """A started `brain serve` on a fresh data dir in the system temp dir, always killed.
+
+    `config`, if given, is the text of a BRAIN_CONFIG file written beside the data dir.
+    """
     with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
         data = Path(tmp) / "data"
         data.mkdir()
+        env = dict(env or {})
+        if config is not None:
+            path = Path(tmp) / "brain.toml"
+            path.write_text(config)
+            env["BRAIN_CONFIG"] = str(path)
         server = BrainServer(data, env=env).start()
         try:
             yield server

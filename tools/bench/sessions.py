@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 from tests.support.server import BrainServer, group_pids
 from tools.bench.common import bench_server, loadavg, percentile, pss_kib, summary_ms, uss_kib
@@ -29,30 +30,44 @@ def snapshot(server: BrainServer) -> dict[int, tuple[int, int]]:
     return {pid: (uss_kib(pid), pss_kib(pid)) for pid in group_pids(server.proc.pid)}
 
 
+def released_vs_resident(server: BrainServer, turns: int, gap_ms: int,
+                         **create: Any) -> tuple[list[float], list[float], list[int]]:
+    """Seconds per sync turn of a default (released) session and a resident one, alternating.
+
+    Both get one warm-up turn; `gap_ms` after each turn lets a release finish. Also returns the
+    number of server processes seen before each released turn.
+    """
+    pgid = server.proc.pid  # type: ignore[union-attr]
+    released = server.create_session(**create)["id"]
+    kept = server.create_session(idle_ttl_ms=0, **create)["id"]
+    server.send(released, "warm-up")
+    server.send(kept, "warm-up")
+    time.sleep(gap_ms / 1000)
+    lat_released: list[float] = []
+    lat_resident: list[float] = []
+    procs_before_released: list[int] = []
+    deadline = time.monotonic() + DEADLINE_SECS
+    for i in range(turns):
+        if time.monotonic() > deadline:
+            break
+        for sid, out in ((released, lat_released), (kept, lat_resident)):
+            if sid == released:
+                procs_before_released.append(len(group_pids(pgid)))
+            start = time.perf_counter()
+            result = server.send(sid, f"turn {i}")
+            out.append(time.perf_counter() - start)
+            if result["status"] != "ended":
+                raise RuntimeError(f"turn did not end: {result}")
+            time.sleep(gap_ms / 1000)
+    return lat_released, lat_resident, procs_before_released
+
+
 def run(turns: int, resident: int, gap_ms: int) -> None:
     print(f"before: {loadavg()}")
     with bench_server() as server:
         pgid = server.proc.pid  # type: ignore[union-attr]
-        suspended = server.create_session()["id"]
-        kept = server.create_session(idle_ttl_ms=0)["id"]
-        server.send(suspended, "warm-up")
-        server.send(kept, "warm-up")
-        time.sleep(gap_ms / 1000)
-        lat_suspended: list[float] = []
-        lat_resident: list[float] = []
-        procs_before_suspended: list[int] = []
-        deadline = time.monotonic() + DEADLINE_SECS
-        for i in range(turns):
-            if time.monotonic() > deadline:
-                break
-            for sid, out in ((suspended, lat_suspended), (kept, lat_resident)):
-                if sid == suspended:
-                    procs_before_suspended.append(len(group_pids(pgid)))
-                start = time.perf_counter()
-                result = server.send(sid, f"turn {i}")
-                out.append(time.perf_counter() - start)
-                assert result["status"] == "ended", result
-                time.sleep(gap_ms / 1000)
+        lat_suspended, lat_resident, procs_before_suspended = released_vs_resident(
+            server, turns, gap_ms)
         procs_after_turn = len(group_pids(pgid))
 
         time.sleep(0.5)

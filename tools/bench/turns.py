@@ -22,6 +22,7 @@ import statistics
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.server import BrainServer
@@ -78,6 +79,65 @@ def count_tool_calls(server: BrainServer, sids: list[str]) -> int:
     return total
 
 
+def sequential_turns(server: BrainServer, sid: str, turns: int,
+                     deadline: float) -> tuple[list[float], list[str]]:
+    """Seconds per sync turn of `turns` turns in one session; stops at the first hung turn."""
+    latencies: list[float] = []
+    hung: list[str] = []
+    for i in range(turns):
+        if time.monotonic() > deadline:
+            break
+        start = time.perf_counter()
+        if send(server, sid, f"turn {i}") is None:
+            hung.append(f"sequential session, turn {i}")
+            break
+        latencies.append(time.perf_counter() - start)
+    return latencies, hung
+
+
+@dataclass
+class ConcurrentRun:
+    """Sessions driven at once, one thread each: completed turns up to the last completion."""
+
+    turns: int
+    elapsed: float
+    hung: list[str] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.turns / self.elapsed if self.elapsed > 0 else 0.0
+
+
+def concurrent_turns(server: BrainServer, ids: list[str], per_session: int,
+                     deadline: float) -> ConcurrentRun:
+    """One thread per session, each sending `per_session` sync turns back to back."""
+    finished: list[float] = []
+    hung: list[str] = []
+    errors: list[BaseException] = []
+
+    def drive(session_id: str) -> None:
+        try:
+            for i in range(per_session):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("benchmark deadline")
+                if send(server, session_id, f"parallel {i}") is None:
+                    hung.append(f"concurrent session {session_id}, turn {i}")
+                    return
+                finished.append(time.perf_counter())
+        except BaseException as exc:  # reported by the caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=drive, args=(s,)) for s in ids]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=max(1.0, deadline - time.monotonic()))
+    elapsed = (max(finished) if finished else time.perf_counter()) - start
+    return ConcurrentRun(len(finished), elapsed, hung, errors)
+
+
 def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -> None:
     policy = "resident (idle_ttl_ms 0)" if resident else "default (released after each turn)"
     print(f"arm {arm}, {policy} sessions; before: {loadavg()}")
@@ -95,52 +155,23 @@ def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -
             create["idle_ttl_ms"] = 0
         fsync_rate = raw_fdatasync_rate(data)
         server = BrainServer(data, env=env).start()
-        errors: list[BaseException] = []
         try:
             sid = server.create_session(**create)["id"]
             server.send(sid, "warm-up")
-            latencies = []
-            hung: list[str] = []
             deadline = time.monotonic() + DEADLINE_SECS
-            for i in range(turns):
-                if time.monotonic() > deadline:
-                    break
-                start = time.perf_counter()
-                if send(server, sid, f"turn {i}") is None:
-                    hung.append(f"sequential session, turn {i}")
-                    break
-                latencies.append(time.perf_counter() - start)
+            latencies, hung = sequential_turns(server, sid, turns, deadline)
             seq_batches = batches(server, [sid])[1:]  # without the warm-up turn
             ids = [server.create_session(**create)["id"] for _ in range(sessions)]
-
-            finished: list[float] = []
-
-            def drive(session_id: str) -> None:
-                try:
-                    for i in range(per_session):
-                        if time.monotonic() > deadline:
-                            raise TimeoutError("benchmark deadline")
-                        if send(server, session_id, f"parallel {i}") is None:
-                            hung.append(f"concurrent session {session_id}, turn {i}")
-                            return
-                        finished.append(time.perf_counter())
-                except BaseException as exc:  # reported below
-                    errors.append(exc)
-
-            threads = [threading.Thread(target=drive, args=(s,)) for s in ids]
-            start = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=DEADLINE_SECS)
-            elapsed = (max(finished) if finished else time.perf_counter()) - start
+            conc = concurrent_turns(server, ids, per_session, deadline)
+            hung += conc.hung
+            errors, elapsed = conc.errors, conc.elapsed
             conc_batches = batches(server, ids)
             tool_calls = count_tool_calls(server, ids) if arm == "tools" else 0
         finally:
             server.kill()
     if errors:
         raise SystemExit(f"benchmark failed: {errors[0]!r}")
-    total = len(finished)
+    total = conc.turns
     if hung:
         print(f"HUNG TURNS (no reply in {SEND_TIMEOUT_SECS:.0f} s; their sessions stopped): "
               f"{len(hung)}: {hung}")

@@ -37,7 +37,7 @@ def test_serving_line_appears_only_once_the_server_answers(tmp_path: Path) -> No
         assert proc.stdout is not None
         line = proc.stdout.readline()  # bounded: the finally below kills the group
         assert line.startswith(f"Brain serving on http://127.0.0.1:{port}"), line
-        health = requests.get(f"http://127.0.0.1:{port}/v1/health", timeout=5)
+        health = requests.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
         assert health.status_code == 200
     finally:
         os.killpg(proc.pid, signal.SIGKILL)

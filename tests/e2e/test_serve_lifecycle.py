@@ -123,3 +123,27 @@ def test_actor_processes_are_named_in_ps(brain_server: BrainServer) -> None:
     booted = [name for name in names if "brain.actors.boot" in name]
     assert len(booted) == 1, names  # the boot process itself, and no actor under its name
     assert any(name.startswith("gunicorn: worker") for name in names), names
+
+
+def test_actor_system_stops_without_waiting_for_a_lost_shutdown_reply(tmp_path: Path) -> None:
+    """Thespian's shutdown reply is sometimes lost (2 of 6 stops waited its full 10 s)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    env.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_BOOT_ID": "stops"})
+    took = []
+    for _ in range(5):
+        boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
+                                stdout=subprocess.PIPE, text=True, process_group=0)
+        try:
+            assert boot.stdout is not None
+            assert boot.stdout.readline().startswith("ready "), "boot did not start"
+            started = time.monotonic()
+            boot.send_signal(signal.SIGTERM)
+            assert boot.wait(timeout=30) == 0
+            took.append(time.monotonic() - started)
+        finally:
+            try:
+                os.killpg(boot.pid, signal.SIGKILL)  # whatever a failed stop left behind
+            except ProcessLookupError:
+                pass
+            boot.wait(timeout=10)
+    assert max(took) < 5.0, took

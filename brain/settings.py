@@ -112,7 +112,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("segment_bytes", "BRAIN_SEGMENT_BYTES", 64 << 20, _positive_int,
             "journal segment size before a new segment is started"),
     Setting("boot_id", "BRAIN_BOOT_ID", None, str,
-            "set by `brain serve` for its children: which start an idempotency claim belongs to",
+            "set by `brain serve` for its children: which start an idempotency claim and the "
+            "actor system belong to",
             "generated per start"),
     Setting("test_pause_after_claim_secs", "BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS", 0,
             _non_negative_int,

@@ -167,3 +167,16 @@ def test_sigkill_of_the_actor_admin_stops_brain_serve(tmp_path: Path) -> None:
         wait_for(lambda: not group_pids(pgid), timeout=15, what="every process gone")
     finally:
         server.kill()
+
+
+def test_a_worker_without_port_or_boot_id_finds_its_actor_system_in_run(
+        brain_server: BrainServer) -> None:
+    record = actor_record(brain_server)
+    assert record["actor_port"] == brain_server.actor_port
+    assert record["identity"].startswith(f"{brain_server.data_dir.resolve()} ")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    env["BRAIN_DATA_DIR"] = str(brain_server.data_dir)
+    probe = subprocess.run([sys.executable, "-c", GATEWAY_PROBE], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0, probe
+    assert "ping True" in probe.stdout, probe.stdout

@@ -6,20 +6,57 @@ import argparse
 import os
 import sys
 
+SERVE_DESCRIPTION = """\
+Run Brain on this machine: the Thespian actor system (one session actor per open
+session, the only writer of its journal; model, Tool and Environment executors) and
+gunicorn with gevent workers serving the HTTP API. Stops cleanly on Ctrl-C or SIGTERM
+(admitted turns finish first, up to BRAIN_DRAIN_SECS).
+
+All state goes under the data directory (./brain-data by default): sessions/ (one
+journal per session), environments/ (local Environment working trees),
+operator.token (the operator's bearer token, unless BRAIN_API_TOKEN is set) and
+run/ (what only the running server uses: its actor port in run/actor.json, sockets,
+caches)."""
+
+SERVE_EPILOG = """\
+Configuration: models, Tools, Environments and Agentloops come from the TOML file named
+by BRAIN_CONFIG (default: conf/brain.toml in the current directory, if it exists);
+every BRAIN_* variable is listed by `brain settings`.
+Exit codes: 0 stopped by a signal, 1 a part of Brain failed, 2 a configuration
+mistake or a port already in use."""
+
+
+def package_version() -> str:
+    """The installed distribution's version (setup.cfg), as pip reports it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("brain")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="brain", description="Durable sessions for AI agents.")
+    parser.add_argument("--version", action="version", version=f"brain {package_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run Brain (actors + HTTP) on this machine")
-    serve.add_argument("--data-dir", help="overrides BRAIN_DATA_DIR")
-    serve.add_argument("--listen", help="overrides BRAIN_LISTEN (HOST:PORT)")
+    serve = sub.add_parser("serve", help="run Brain (actors + HTTP) on this machine",
+                           description=SERVE_DESCRIPTION, epilog=SERVE_EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    serve.add_argument("--data-dir", metavar="DIR",
+                       help="where sessions, journals and the operator token are kept "
+                            "(default: BRAIN_DATA_DIR, else ./brain-data)")
+    serve.add_argument("--listen", metavar="HOST:PORT",
+                       help="address of the HTTP API (default: BRAIN_LISTEN, else "
+                            "127.0.0.1:3210)")
     serve.add_argument("--gunicorn-config", metavar="PATH",
                        help="a gunicorn settings file (start from conf/gunicorn.conf.py); "
                             "default: the settings shipped with Brain")
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
-    settings.add_argument("--markdown", action="store_true")
+    settings.add_argument("--markdown", action="store_true",
+                          help="Markdown, as in docs/configuration.md (also the default)")
 
     if argv and argv[0] == "journal":
         from brain.journal.cli import main as journal_main

@@ -99,8 +99,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("config", "BRAIN_CONFIG", None, _optional_path,
             "TOML file whose named parts are added to the shipped defaults",
             "`conf/brain.toml` if present"),
-    Setting("actor_port", "BRAIN_ACTOR_PORT", 3211, _positive_int,
-            "TCP port of the Thespian admin (bound to BRAIN_ACTOR_BIND)"),
+    Setting("actor_port", "BRAIN_ACTOR_PORT", None, _positive_int,
+            "TCP port of the Thespian admin (bound to BRAIN_ACTOR_BIND); a port set here and "
+            "taken stops `brain serve` with exit code 2",
+            "unset: a free port, chosen at each start and recorded in "
+            "`$BRAIN_DATA_DIR/run/actor.json`"),
     Setting("actor_bind", "BRAIN_ACTOR_BIND", "127.0.0.1", str,
             "address every Thespian socket binds to; loopback unless a private convention network"),
     Setting("web_workers", "BRAIN_WEB_WORKERS", 2, _positive_int, "gunicorn gevent workers"),
@@ -109,7 +112,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("segment_bytes", "BRAIN_SEGMENT_BYTES", 64 << 20, _positive_int,
             "journal segment size before a new segment is started"),
     Setting("boot_id", "BRAIN_BOOT_ID", None, str,
-            "set by `brain serve` for its children: which start an idempotency claim belongs to",
+            "set by `brain serve` for its children: which start an idempotency claim and the "
+            "actor system belong to",
             "generated per start"),
     Setting("test_pause_after_claim_secs", "BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS", 0,
             _non_negative_int,
@@ -134,7 +138,7 @@ class Settings:
     trace: Path | None
     telemetry_sink: Path | None
     config: Path | None
-    actor_port: int
+    actor_port: int | None
     actor_bind: str
     web_workers: int
     agentloop_memory_mb: int

@@ -1,13 +1,16 @@
 """`brain serve`: a plain supervisor loop, in the manner of gunicorn's arbiter.
 
-It starts the actor-system process, waits until the admin answers, starts gunicorn, and then
-only watches: if either child dies, or SIGTERM/SIGINT arrives, it stops everything it started,
+It refuses a taken HTTP or actor port before starting anything (exit code 2), starts the
+actor-system process, waits until the admin answers, starts gunicorn, prints its address once
+the server answers, and then only watches: if gunicorn, the boot process or the actor-system
+admin dies, or SIGTERM/SIGINT arrives, it stops everything it started,
 web first (so no request is cut off mid-turn while actors still run), then the actors, and
 finally SIGKILLs any descendant that outlived its parent, so no process is left behind.
 """
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -15,15 +18,19 @@ import sys
 import time
 from pathlib import Path
 
+from brain.actors.identity import ACTOR_PORT_REFUSED
 from brain.config import BrainConfig, ConfigError
 from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
+from brain.ports import local_host, port_is_free
+from brain.processes import descendants, is_running, listening_process, reap_adopted
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import SettingError, Settings
 from brain.web.idempotency import new_boot_id
 
 ACTOR_READY_TIMEOUT_SECS = 60.0
 ACTOR_STOP_TIMEOUT_SECS = 20.0
+HTTP_READY_TIMEOUT_SECS = 60.0
 
 
 PACKAGED_GUNICORN_CONFIG = "python:brain.web.gunicorn_conf"
@@ -58,10 +65,22 @@ def _die_with_supervisor() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
+def _child_setup() -> None:
+    """Runs in each child before exec: die with the supervisor, and leave Ctrl-C to it.
+
+    A terminal's Ctrl-C sends SIGINT to the whole process group. Only the supervisor acts on
+    it (drain, then SIGTERM to each child in order); a child that ignores SIGINT from its first
+    instruction cannot print a KeyboardInterrupt traceback or cut requests short.
+    """
+    _die_with_supervisor()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def become_subreaper() -> None:
     """Orphaned descendants (Thespian's double-forked admin) re-parent to us, not to init.
 
-    That keeps every process Brain starts visible to `descendants()` and reapable by us.
+    That keeps every process Brain starts visible to `descendants()` and reapable by us, and
+    makes the actor-system admin our child, whose death we notice.
     """
     import ctypes
 
@@ -70,83 +89,126 @@ def become_subreaper() -> None:
         print("brain serve: could not become a child subreaper", file=sys.stderr)
 
 
-def descendants(root_pid: int) -> list[int]:
-    """Every live descendant of root_pid, read from /proc (children before grandchildren)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    frontier = [root_pid]
-    while frontier:
-        pid = frontier.pop(0)
-        for child in children.get(pid, []):
-            found.append(child)
-            frontier.append(child)
-    return found
+class StopRequest:
+    """Set by SIGTERM or SIGINT; installed before anything else so that neither interrupts."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def install(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.requested = True
 
 
 class Supervisor:
-    def __init__(self, settings: Settings, gunicorn_config: str = PACKAGED_GUNICORN_CONFIG) -> None:
+    def __init__(self, settings: Settings, stop_request: StopRequest,
+                 gunicorn_config: str = PACKAGED_GUNICORN_CONFIG) -> None:
         self.settings = settings
+        self.stop_request = stop_request
         self.gunicorn_config = gunicorn_config
-        self.stopping = False
         self.boot: subprocess.Popen[bytes] | None = None
         self.web: subprocess.Popen[bytes] | None = None
+        self.admin_pid: int | None = None
         self.boot_id = new_boot_id()
 
-    def _on_signal(self, signum: int, frame: object) -> None:
-        self.stopping = True
+    @property
+    def stopping(self) -> bool:
+        return self.stop_request.requested
 
     def child_env(self) -> dict[str, str]:
         env = dict(os.environ)
         env["BRAIN_DATA_DIR"] = str(self.settings.data_path)  # one absolute path for all
-        env["BRAIN_BOOT_ID"] = self.boot_id  # idempotency claims of this start
+        env["BRAIN_BOOT_ID"] = self.boot_id  # idempotency claims and actor identity of this start
         return env
 
     def run(self) -> int:
         become_subreaper()
-        signal.signal(signal.SIGTERM, self._on_signal)
-        signal.signal(signal.SIGINT, self._on_signal)
         env = self.child_env()
         try:
             self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
-                                         stdout=subprocess.PIPE,
-                                         preexec_fn=_die_with_supervisor)
-            if not self._wait_ready(self.boot):
-                print("brain serve: the actor system did not start", file=sys.stderr)
+                                         stdout=subprocess.PIPE, preexec_fn=_child_setup)
+            actor_port = self._wait_ready(self.boot)
+            if actor_port is None:
+                return self._boot_failure()
+            self.admin_pid = listening_process(actor_port, descendants(os.getpid()))
+            if self.admin_pid is None:
+                print("brain serve: cannot find the actor system's admin process; stopping",
+                      file=sys.stderr)
                 return 1
+            env["BRAIN_ACTOR_PORT"] = str(actor_port)  # chosen by the boot process if unset
             self.web = subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "-c", self.gunicorn_config,
-                 "brain.web.wsgi:application"], env=env, preexec_fn=_die_with_supervisor)
+                [sys.executable, "-m", "brain.web.gunicorn_main", "-c", self.gunicorn_config,
+                 "brain.web.wsgi:application"], env=env, preexec_fn=_child_setup)
+            if not self._wait_answering():
+                return 0 if self.stopping else 1
             host, port = self.settings.listen_host_port
             print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
                   flush=True)
             while not self.stopping:
-                if self.web.poll() is not None or self.boot.poll() is not None:
-                    print("brain serve: a child process exited; stopping", file=sys.stderr)
+                failure = self._failed_child()
+                if failure is not None:
+                    print(f"brain serve: {failure}; stopping", file=sys.stderr, flush=True)
                     return 1
                 time.sleep(0.2)
-                _reap_adopted({self.web.pid, self.boot.pid})
+                reap_adopted({self.web.pid, self.boot.pid})
             return 0
         finally:
             self.stop()
 
-    def _wait_ready(self, boot: subprocess.Popen[bytes]) -> bool:
+    def _wait_ready(self, boot: subprocess.Popen[bytes]) -> int | None:
+        """The actor port from the boot process's `ready <port>` line; None if it never came."""
         deadline = time.monotonic() + ACTOR_READY_TIMEOUT_SECS
         assert boot.stdout is not None
         while time.monotonic() < deadline and not self.stopping:
             line = boot.stdout.readline()
             if not line:
+                return None
+            word, _, port = line.decode(errors="replace").strip().partition(" ")
+            if word == "ready" and port.isdigit():
+                return int(port)
+        return None
+
+    def _boot_failure(self) -> int:
+        assert self.boot is not None
+        if self.stopping:
+            return 0
+        try:
+            code = self.boot.wait(timeout=ACTOR_STOP_TIMEOUT_SECS)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code == ACTOR_PORT_REFUSED:
+            return 2  # the boot process said which port and why, in one line
+        print("brain serve: the actor system did not start", file=sys.stderr)
+        return 1
+
+    def _failed_child(self) -> str | None:
+        """What died, if a process this server cannot serve without has exited."""
+        if self.web is not None and self.web.poll() is not None:
+            return f"the web server (gunicorn) exited with code {self.web.returncode}"
+        if self.boot is not None and self.boot.poll() is not None:
+            return f"the actor system's boot process exited with code {self.boot.returncode}"
+        if self.admin_pid is not None and not is_running(self.admin_pid):
+            return f"the actor system (admin pid {self.admin_pid}) died"
+        return None
+
+    def _wait_answering(self) -> bool:
+        """Wait until the HTTP server answers /readyz (so requests reach the actors too)."""
+        host, port = self.settings.listen_host_port
+        deadline = time.monotonic() + HTTP_READY_TIMEOUT_SECS
+        while time.monotonic() < deadline and not self.stopping:
+            failure = self._failed_child()
+            if failure is not None:
+                print(f"brain serve: {failure}; stopping", file=sys.stderr, flush=True)
                 return False
-            if line.strip() == b"ready":
+            if http_answers(local_host(host), port, "/readyz"):
                 return True
+            time.sleep(0.1)
+        if not self.stopping:
+            print(f"brain serve: http://{host}:{port}/readyz did not answer within "
+                  f"{HTTP_READY_TIMEOUT_SECS:.0f} s; stopping", file=sys.stderr)
         return False
 
     def drain(self) -> None:
@@ -180,25 +242,19 @@ class Supervisor:
         for child in (self.web, self.boot):
             if child is not None:
                 _wait(child, 5)
-        _reap_adopted(set())
+        reap_adopted(set())
 
 
-def _reap_adopted(own_children: set[int]) -> None:
-    """Reap adopted orphans that exited, by pid, leaving our Popen children to Popen."""
-    me = os.getpid()
-    for pid in descendants(me):
-        if pid in own_children:
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] == b"Z" and int(fields[1]) == me:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+def http_answers(host: str, port: int, path: str) -> bool:
+    """True when GET path on host:port answers 200."""
+    connection = http.client.HTTPConnection(host, port, timeout=2.0)
+    try:
+        connection.request("GET", path)
+        return connection.getresponse().status == 200
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
 
 
 def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
@@ -209,8 +265,22 @@ def _wait(child: subprocess.Popen[bytes], timeout: float) -> None:
         child.wait(timeout=5)
 
 
+def taken_port(settings: Settings) -> str | None:
+    """One line naming the HTTP or actor port that is already in use, if one is."""
+    host, port = settings.listen_host_port
+    if not port_is_free(host, port):
+        return f"HTTP port {port} (BRAIN_LISTEN={settings.listen}) is already in use"
+    if settings.actor_port is not None and not port_is_free(settings.actor_bind,
+                                                            settings.actor_port):
+        return (f"actor port {settings.actor_port} (BRAIN_ACTOR_PORT) is already in use on "
+                f"{settings.actor_bind}")
+    return None
+
+
 def serve(gunicorn_config: str | None = None) -> int:
     """Run Brain until SIGTERM/SIGINT; `gunicorn_config` is an operator's gunicorn settings file."""
+    stop_request = StopRequest()
+    stop_request.install()
     try:
         use_default_config_file()
         settings = Settings.from_env()
@@ -220,11 +290,15 @@ def serve(gunicorn_config: str | None = None) -> int:
         # An operator's mistake, not a crash: the message names the setting or the part.
         print(f"brain serve: {exc}", file=sys.stderr)
         return 2
+    taken = taken_port(settings)
+    if taken is not None:
+        print(f"brain serve: {taken}", file=sys.stderr)
+        return 2
     settings.data_path.mkdir(parents=True, exist_ok=True)
     ensure_operator_token(settings)
     clear_live_sockets(settings)
     stop_draining(settings.data_path)
-    return Supervisor(settings, gunicorn_arg).run()
+    return Supervisor(settings, stop_request, gunicorn_arg).run()
 
 
 DEFAULT_CONFIG_FILE = Path("conf") / "brain.toml"

@@ -2,8 +2,10 @@
 
 Started by `brain serve` as a plain (non-gevent) process, so that the Thespian admin is forked
 from here and never from a gunicorn worker or master (stack hazard 1). It creates the
-Registry, asks it to recover sessions a crash left running, prints `ready` and waits for
-SIGTERM/SIGINT, then shuts the actor system down.
+Registry, asks it to recover sessions a crash left running, prints `ready <actor port>` and waits
+for SIGTERM, then shuts the actor system down. With BRAIN_ACTOR_PORT unset it picks a free port
+itself, just before the admin binds it; it never joins an admin of another data dir
+(brain/actors/identity.py).
 """
 
 from __future__ import annotations
@@ -11,10 +13,21 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
+import time
 
 from brain.actors.confine import confine_thespian
+from brain.actors.identity import (
+    ACTOR_PORT_REFUSED,
+    IDENTITY_CAPABILITY,
+    ForeignActorSystem,
+    remove_run_record,
+    require_own_admin,
+    settings_identity,
+    write_run_record,
+)
 from brain.actors.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     HOST_DISPATCHER_GLOBAL_NAME,
@@ -26,6 +39,8 @@ from brain.actors.messages import (
     Services,
     ToSession,
 )
+from brain.actors.proctitle import name_thespian_processes
+from brain.ports import free_port, local_host, port_is_free
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
 
@@ -105,35 +120,95 @@ def hand_out_services(asys: object, registry: object, services: dict[str, object
     asys.tell(registry, Services(services))  # type: ignore[attr-defined]
 
 
-def actor_capabilities(settings: Settings) -> dict[str, object]:
-    return {"Admin Port": settings.actor_port}
+def actor_capabilities(settings: Settings, port: int) -> dict[str, object]:
+    """The admin's capabilities: its port, and whose data dir it serves (brain/actors/identity)."""
+    return {"Admin Port": port, IDENTITY_CAPABILITY: settings_identity(settings)}
+
+
+def reap_exited_children() -> None:
+    """Reap the helper Thespian forks to daemonize its admin, which nobody else waits for.
+
+    Thespian starts the admin as a multiprocessing child that forks the real admin and exits;
+    it then detaches that child, so it stayed `<defunct>` under this process for its lifetime.
+    This process starts no other children, so every exited child here is such a helper.
+    """
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+SHUTDOWN_TIMEOUT_SECS = 12.0
+
+
+def shut_down(asys: object, bind: str, port: int) -> None:
+    """`asys.shutdown()`, returning as soon as the admin has gone.
+
+    Thespian waits up to 10 s for the admin's `SystemShutdownCompleted`, and that reply is
+    sometimes lost (the admin sends it as it exits; measured: 2 of 6 stops took 10 s with every
+    actor already gone). The admin closes its port only when it exits, so a refused connection
+    ends the wait.
+    """
+    stopper = threading.Thread(target=asys.shutdown, daemon=True)  # type: ignore[attr-defined]
+    stopper.start()
+    deadline = time.monotonic() + SHUTDOWN_TIMEOUT_SECS
+    while stopper.is_alive() and time.monotonic() < deadline:
+        stopper.join(0.2)
+        try:
+            with socket.create_connection((local_host(bind), port), timeout=1.0):
+                pass
+        except OSError:
+            return  # the admin has exited
+
+
+def refuse(message: str) -> int:
+    print(f"brain serve: {message}; refusing to start", file=sys.stderr, flush=True)
+    return ACTOR_PORT_REFUSED
 
 
 def main() -> int:
+    # Ctrl-C reaches every process of the group; stopping is `brain serve`'s decision (it
+    # drains the web first, then sends SIGTERM here). The admin and the logger, forked below,
+    # inherit the ignored SIGINT; actors install Thespian's own handlers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = Settings.from_env()
     logging.basicConfig(level=logging.WARNING)
     confine_thespian(settings.actor_bind)
     keep_admin_in_this_process_group()
+    name_thespian_processes()
+    port = settings.actor_port or free_port(settings.actor_bind)
+    if not port_is_free(settings.actor_bind, port):
+        return refuse(f"actor port {port} (BRAIN_ACTOR_PORT) is already in use")
+    os.environ["BRAIN_ACTOR_PORT"] = str(port)  # what every actor's Settings then reads
     preload_for_actors()
     from thespian.actors import ActorSystem
 
     from brain.actors.registry import Registry
 
-    asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings),
+    asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings, port),
                        logDefs=THESPIAN_LOGGING)
+    reap_exited_children()
+    try:
+        require_own_admin(asys, settings_identity(settings), port)
+    except ForeignActorSystem as exc:
+        return refuse(str(exc))  # never shut down, nor use, an admin that is not ours
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
         hand_out_services(asys, registry, create_singletons(asys))
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
-        print("ready", flush=True)
+        write_run_record(settings, port)
+        print(f"ready {port}", flush=True)
         while not stop.wait(1.0):
-            pass
+            reap_exited_children()
     finally:
-        asys.shutdown()
+        remove_run_record(settings.data_path)
+        shut_down(asys, settings.actor_bind, port)
     return 0
 
 

@@ -46,6 +46,7 @@ from brain.actors.messages import (
     ToolCallDone,
     TurnDeadline,
 )
+from brain.actors.proctitle import rename_actor_process
 from brain.actors.turn import (
     ActivationFinished,
     ActiveTurn,
@@ -143,6 +144,8 @@ class SessionActor(BridgedActor):
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
         self.handled += 1
         self.registry = sender
+        if self.session_id is None:
+            rename_actor_process(f"session {msg.session_id}")
         self.session_id = msg.session_id
         self.services = msg.services
         handlers = {

@@ -4,11 +4,14 @@ Each in-flight request asks through its own private Thespian endpoint (stack haz
 greenlets sharing one endpoint receive each other's replies). Endpoints are pooled because one
 costs about a millisecond to make. An endpoint whose ask timed out is discarded, never pooled,
 so a late reply cannot reach the next request; replies are also matched by request id.
+Before any use, the admin must answer with this data dir's identity (brain/actors/identity.py):
+a worker never joins the actor system of another Brain that happens to hold the port.
 """
 
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -16,7 +19,14 @@ from typing import Any
 
 from brain import errors
 from brain.actors.confine import confine_thespian
+from brain.actors.identity import (
+    ForeignActorSystem,
+    read_run_record,
+    require_own_admin,
+    settings_identity,
+)
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
+from brain.ports import local_host
 from brain.settings import Settings
 
 UNBOUNDED_WAIT_SECS = 7 * 24 * 3600.0
@@ -35,23 +45,43 @@ class ActorGateway:
         with self._lock:
             if self._system is not None:
                 return
-            self._require_admin()
+            port, identity = self._expected_admin()
+            self._require_admin(port)
             confine_thespian(self._settings.actor_bind)
             from thespian.actors import ActorSystem
 
-            from brain.actors.boot import actor_capabilities
             from brain.actors.registry import Registry
 
-            system = ActorSystem("multiprocTCPBase", actor_capabilities(self._settings))
+            system = ActorSystem("multiprocTCPBase", {"Admin Port": port})
+            try:
+                require_own_admin(system, identity, port)
+            except ForeignActorSystem as exc:
+                # Never use it: its registry would put our sessions into its data dir.
+                print(f"brain web: {exc}; refusing it", file=sys.stderr, flush=True)
+                raise errors.Internal(f"the actor system on port {port} belongs to another "
+                                      "data dir; this server refuses it") from None
             self._registry = system.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
             self._system = system
 
-    def _require_admin(self) -> None:
+    def _expected_admin(self) -> tuple[int, str]:
+        """The actor port and the identity its admin must answer with.
+
+        `brain serve` gives its workers both (BRAIN_ACTOR_PORT, BRAIN_BOOT_ID); a worker started
+        without them finds the running actor system of its data dir in `run/actor.json`.
+        """
+        settings = self._settings
+        if settings.actor_port is not None and settings.boot_id:
+            return settings.actor_port, settings_identity(settings)
+        record = read_run_record(settings.data_path)
+        if record is None or not record.identity.startswith(f"{settings.data_path} "):
+            raise errors.Internal("the actor system is not running")
+        return record.actor_port, record.identity
+
+    def _require_admin(self, port: int) -> None:
         """Never let ActorSystem() start an admin from a web worker (stack hazard 1)."""
         try:
-            with socket.create_connection(("127.0.0.1" if self._settings.actor_bind == "0.0.0.0"
-                                           else self._settings.actor_bind,
-                                           self._settings.actor_port), timeout=2.0):
+            with socket.create_connection((local_host(self._settings.actor_bind), port),
+                                          timeout=2.0):
                 pass
         except OSError:
             raise errors.Internal("the actor system is not running") from None

@@ -14,14 +14,16 @@ from tests.tools.toolserver import ToolServer
 
 
 def actor_processes(server: BrainServer) -> int:
-    """Processes forked by the actor system (admin, logger, registry, executors, sessions)."""
+    """Processes forked by the actor system (admin, logger, registry, executors, sessions).
+
+    Each names itself `brain: <role>` (brain/actors/proctitle.py)."""
     count = 0
     for pid in group_pids(server.proc.pid):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"brain.actors.boot" in cmdline:
+        if cmdline.startswith(b"brain: "):
             count += 1
     return count
 

@@ -106,7 +106,8 @@ class BrainServer:
             if self.proc.poll() is not None:
                 log_text = self.log()
                 self.proc = None
-                if "Address already in use" in log_text or "did not start" in log_text:
+                # `brain serve` names a taken port in one line ("... is already in use").
+                if "already in use" in log_text or "did not start" in log_text:
                     raise PortTaken(log_text)
                 raise RuntimeError(f"brain serve exited early:\n{log_text}")
             try:

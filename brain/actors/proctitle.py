@@ -1,0 +1,57 @@
+"""Names for Brain's actor processes in `ps`, in the manner of gunicorn's `gunicorn: worker`.
+
+Every actor process is a fork of the boot process, so without this they all show as
+`python -m brain.actors.boot`. Thespian already retitles each process it starts (admin,
+logger, every actor) through its `setProcName`; Brain replaces that function, before the
+admin is forked, with one that writes `brain: actor system`, `brain: registry`,
+`brain: model executor`, ... A session actor adds its session id once it learns it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from setproctitle import setproctitle
+
+THESPIAN_ROLES = {"MultiProcAdmin": "actor system", "logger": "actor logger"}
+
+
+def name_process(role: str) -> None:
+    """Show this process as `brain: <role>` in `ps` and /proc/<pid>/cmdline."""
+    setproctitle(f"brain: {role}")
+
+
+def role_of(thespian_name: str) -> str:
+    """`ModelExecutor` -> `model executor`; `SessionActor` -> `session`."""
+    if thespian_name in THESPIAN_ROLES:
+        return THESPIAN_ROLES[thespian_name]
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", thespian_name)
+    if len(words) > 1 and words[-1] == "Actor":
+        words = words[:-1]
+    return " ".join(word.lower() for word in words) or thespian_name
+
+
+_own_process = False
+"""True in a process Thespian started for an actor (and named): only there may an actor rename
+its process; an actor run in-process (simpleSystemBase, in tests) leaves its host's name alone."""
+
+
+def _brain_set_proc_name(name: str, actor_address: Any) -> None:
+    global _own_process
+    _own_process = True
+    name_process(role_of(name))
+
+
+def rename_actor_process(role: str) -> None:
+    """An actor that learns more about itself (a session its id) says so in `ps`."""
+    if _own_process:
+        name_process(role)
+
+
+def name_thespian_processes() -> None:
+    """Make every process Thespian starts from here on name itself as Brain's."""
+    from thespian.system import logdirector, multiprocCommon
+
+    multiprocCommon.setProcName = _brain_set_proc_name
+    logdirector.setProcName = _brain_set_proc_name

@@ -26,8 +26,10 @@ from brain.actors.messages import (
     Services,
     ToSession,
 )
+from brain.actors.ownership import OWNER_QUESTION, OWNER_TIMEOUT_SECS, foreign_owner
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
+from brain.web.idempotency import new_boot_id
 
 THESPIAN_LOGGING = {
     "version": 1,
@@ -110,6 +112,8 @@ def actor_capabilities(settings: Settings) -> dict[str, object]:
 
 
 def main() -> int:
+    # The admin and every actor inherit this environment: the registry names this start.
+    os.environ.setdefault("BRAIN_BOOT_ID", new_boot_id())
     settings = Settings.from_env()
     logging.basicConfig(level=logging.WARNING)
     confine_thespian(settings.actor_bind)
@@ -124,8 +128,17 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    owned = False
     try:
         registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+        refusal = foreign_owner(asys.ask(registry, OWNER_QUESTION, OWNER_TIMEOUT_SECS),
+                                settings, same_start=True)
+        if refusal is not None:
+            # ActorSystem() joined an admin that another process started: its actors would
+            # run this Brain's commands against that Brain's data directory.
+            print(f"brain: {refusal}", file=sys.stderr, flush=True)
+            return 1
+        owned = True
         hand_out_services(asys, registry, create_singletons(asys))
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
@@ -133,7 +146,8 @@ def main() -> int:
         while not stop.wait(1.0):
             pass
     finally:
-        asys.shutdown()
+        if owned:  # another Brain's actor system is not ours to stop
+            asys.shutdown()
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from thespian.actors import ActorExitRequest, ChildActorExited
 
 from brain.actors.messages import Delivered, ReleaseMe, Services, ToSession
+from brain.actors.ownership import OWNER_QUESTION, owner_identity
 from brain.actors.trace import TracedDispatcher
 
 log = logging.getLogger(__name__)
@@ -86,6 +87,8 @@ class Registry(TracedDispatcher):
     def receiveMsg_str(self, msg: str, sender: Any) -> None:
         if msg == "ping":
             self.send(sender, "pong")
+        elif msg == OWNER_QUESTION:
+            self.send(sender, owner_identity())
         elif msg == "stats":
             open_slots = [slot for slot in self._slots.values() if not slot.exiting]
             self.send(sender, {"open_sessions": len(open_slots)})

@@ -4,10 +4,14 @@ Each in-flight request asks through its own private Thespian endpoint (stack-not
 greenlets sharing one endpoint receive each other's replies). Endpoints are pooled because one
 costs about a millisecond to make. An endpoint whose ask timed out is discarded, never pooled,
 so a late reply cannot reach the next request; replies are also matched by request id.
+
+A worker answers only for the actor system that writes its own data directory (see
+brain/actors/ownership.py): until the registry has said so, every request asks it first.
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -17,7 +21,10 @@ from typing import Any
 from brain import errors
 from brain.actors.confine import confine_thespian
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
+from brain.actors.ownership import OWNER_QUESTION, OWNER_TIMEOUT_SECS, foreign_owner
 from brain.settings import Settings
+
+log = logging.getLogger(__name__)
 
 UNBOUNDED_WAIT_SECS = 7 * 24 * 3600.0
 
@@ -30,8 +37,14 @@ class ActorGateway:
         self._registry: Any = None
         self._pool: list[Any] = []
         self._globals: dict[str, Any] = {}
+        self._owner_confirmed = False
 
     def _connect(self) -> None:
+        self._join()
+        if not self._owner_confirmed:
+            self._confirm_owner()
+
+    def _join(self) -> None:
         with self._lock:
             if self._system is not None:
                 return
@@ -45,6 +58,24 @@ class ActorGateway:
             system = ActorSystem("multiprocTCPBase", actor_capabilities(self._settings))
             self._registry = system.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
             self._system = system
+
+    def _confirm_owner(self) -> None:
+        """Refuse to serve when the actor system on the port is another Brain's.
+
+        Its session actors would write another data directory: a create answered 201 here
+        would then read back as 404 from this worker's journal reads.
+        """
+        endpoint = self._take_endpoint()
+        answer = endpoint.ask(self._registry, OWNER_QUESTION, OWNER_TIMEOUT_SECS)
+        if answer is None:
+            endpoint.exit_clone()
+            raise errors.Internal("the actor system did not answer")
+        self._return_endpoint(endpoint)
+        refusal = foreign_owner(answer, self._settings, same_start=False)
+        if refusal is not None:
+            log.error("refusing to serve: %s", refusal)
+            raise errors.Internal("the actor system belongs to another Brain")
+        self._owner_confirmed = True
 
     def _require_admin(self) -> None:
         """Never let ActorSystem() start an admin from a web worker (stack-notes Hazard 1)."""

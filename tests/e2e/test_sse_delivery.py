@@ -112,3 +112,31 @@ def test_stalled_subscriber_does_not_delay_another_session(brain_server: BrainSe
     finally:
         stalled.close()
         follower.close()
+
+
+def test_every_read_right_after_each_create_finds_the_session(brain_server: BrainServer) -> None:
+    """Creates from several clients at once, each read back at once on fresh connections (so
+    by either web worker): the stream, the Session, its Events page and its transcript."""
+    s = brain_server
+    misses: list[tuple[str, str, int]] = []
+
+    def create_and_read(count: int) -> None:
+        for _ in range(count):
+            sid = s.create_session()["id"]
+            stream = SseClient("127.0.0.1", s.port, f"/v1/sessions/{sid}/events", s.token,
+                               timeout=30)
+            stream.close()
+            reads = [("stream", stream.status)] + [
+                (path, s.request("GET", path).status_code)
+                for path in (f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/events",
+                             f"/v1/sessions/{sid}/transcript")]
+            misses.extend((sid, what, code) for what, code in reads if code != 200)
+
+    clients = [threading.Thread(target=create_and_read, args=(15,)) for _ in range(4)]
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join(timeout=120)
+    assert not any(client.is_alive() for client in clients)
+    assert misses == []
+    assert len(s.request("GET", "/v1/sessions", params={"limit": 100}).json()["sessions"]) == 60

@@ -18,6 +18,8 @@ from typing import Any
 
 import requests
 
+from tests.support.sockets import listening_sockets
+
 START_TIMEOUT_SECS = 60.0
 STOP_TIMEOUT_SECS = 60.0
 REQUEST_TIMEOUT_SECS = 60.0
@@ -80,17 +82,18 @@ class BrainServer:
         env.update(self.extra_env)
         return env
 
-    def start(self) -> BrainServer:
+    def start(self, attempts: int = 3) -> BrainServer:
         """Start and wait for /readyz; retried on fresh ports if a port was taken meanwhile.
 
-        free_port() can only promise a port was free when asked; an outgoing connection may take
-        it before Brain binds it, which is a race of the test harness, not of Brain.
+        free_port() can only promise a port was free when asked; an outgoing connection, or
+        another test's server, may take it before Brain binds it, which is a race of the test
+        harness, not of Brain.
         """
-        for attempt in range(3):
+        for attempt in range(attempts):
             try:
                 return self._start_once()
             except PortTaken:
-                if attempt == 2:
+                if attempt == attempts - 1:
                     raise
                 self.port, self.actor_port = free_port(), free_port()
         raise AssertionError("unreachable")
@@ -111,13 +114,24 @@ class BrainServer:
                     raise PortTaken(log_text)
                 raise RuntimeError(f"brain serve exited early:\n{log_text}")
             try:
-                if requests.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return self
+                ready = requests.get(self.url + "/readyz", timeout=2).status_code == 200
             except requests.RequestException:
-                pass
+                ready = False
+            if ready:
+                if self._serves_its_port():
+                    return self
+                # Another server holds the port and answered; ours could not bind it.
+                self.kill()
+                raise PortTaken(f"port {self.port} answers, but not from this server")
             time.sleep(0.1)
         self.kill()
         raise RuntimeError(f"brain serve did not become ready:\n{self.log()}")
+
+    def _serves_its_port(self) -> bool:
+        """Whether the HTTP port is listened on by a process of this server's group."""
+        assert self.proc is not None
+        pids = group_pids(self.proc.pid)
+        return any(port == self.port for _, _, port in listening_sockets(pids))
 
     def log(self) -> str:
         try:

@@ -50,9 +50,12 @@ class ThreadBridge:
     def watch(self) -> ThespianWatch:
         return ThespianWatch([self._reader.fileno()])
 
-    def close(self) -> None:
-        self._reader.close()
-        self._writer.close()
+    # There is deliberately no close(): the bridge lives exactly as long as its process. Thespian
+    # does not take a new watch list from the receiveMessage that handles ActorExitRequest, so
+    # while it drains the actor's goodbye messages it still selects on the last fd it was given.
+    # Were that fd closed, Thespian's next outgoing socket would get the same number (the lowest
+    # free one) and be put in the same selector twice: `KeyError: 'N (FD N) is already
+    # registered'`, the drain aborted and the goodbye messages lost.
 
 
 class BridgedActor(TracedDispatcher):

@@ -262,8 +262,8 @@ class SessionActor(BridgedActor):
         return self.turn is not None and self.turn.sequence == turn
 
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        # The bridge stays open until the process exits: Thespian still watches it (bridge.py).
         self._close_journal()
-        self.bridge.close()
         self.live.close()
 
     # --- journal ----------------------------------------------------------------------------

@@ -24,3 +24,10 @@ accesslog = None
 errorlog = "-"
 loglevel = "warning"
 proc_name = "brain-web"
+# No control socket: gunicorn would serve it from a thread of the master, which forks workers
+# (again whenever one dies) and must have no thread when it does: a fork copies only the forking
+# thread, so a lock another thread held stays locked in the worker, and Python 3.12+ warns
+# ("multi-threaded, use of fork()"). Its default path ($XDG_RUNTIME_DIR/gunicorn.ctl or
+# ~/.gunicorn/gunicorn.ctl) is also one per user, not per server: each Brain started by the same
+# user would take it over from the last. Brain is driven by `brain serve` and signals instead.
+control_socket_disable = True

@@ -17,6 +17,7 @@ import pytest
 
 from brain.agentloop import DEFAULT_AGENTLOOP, AgentloopError, AgentloopRuntime
 from tests.agentloop.helpers import FakeBrain, assistant, compile_guest, payload, text
+from tests.support.forking import FORK_WITH_THREADS
 
 TIMEOUT_SECS = 60
 
@@ -37,6 +38,9 @@ def _child(results: Any, cache_dir: str | None, spin_path: str) -> None:
         results.put(("error", repr(exc)))
 
 
+# The parent's epoch ticker is running at the fork on purpose: that is the case under test. The
+# child never touches the parent's Engine (current_engine() makes its own for a new pid).
+@pytest.mark.filterwarnings(FORK_WITH_THREADS)
 @pytest.mark.parametrize("use_cache", [False, True], ids=["compile-in-child", "disk-cache"])
 def test_activation_after_fork(tmp_path: Path, use_cache: bool) -> None:
     cache_dir = str(tmp_path / "cache") if use_cache else None

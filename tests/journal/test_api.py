@@ -19,6 +19,7 @@ from brain.journal import (
     fold_all,
 )
 from tests.journal.helpers import created, delta, message, open_writer, segments
+from tests.support.forking import FORK_WITH_THREADS
 
 
 def test_append_assigns_seq_and_at_and_survives_reopen(tmp_path: Path) -> None:
@@ -383,6 +384,8 @@ def test_failed_fdatasync_poisons_the_writer(
     writer.close()
 
 
+# The child only calls the inherited writer (refused by its pid check) and leaves by os._exit.
+@pytest.mark.filterwarnings(FORK_WITH_THREADS)
 def test_a_forked_child_cannot_use_or_hold_the_parents_writer(tmp_path: Path) -> None:
     import os
 

@@ -24,6 +24,7 @@ from brain.web.idempotency import (
     new_boot_id,
     validate_key,
 )
+from tests.support.forking import FORK_WITH_THREADS
 
 BOOT = "boot-one"
 PATH = "/v1/sessions/s1/messages"
@@ -357,6 +358,8 @@ def _claim_in_forked_child(store: IdempotencyStore, queue: multiprocessing.Queue
     queue.put((claim.outcome.value, id(store._conn)))
 
 
+# The child only opens its own SQLite connection and answers through a multiprocessing queue.
+@pytest.mark.filterwarnings(FORK_WITH_THREADS)
 def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     store = open_store(tmp_path)
     claim_send(store)

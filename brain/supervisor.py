@@ -18,6 +18,7 @@ from pathlib import Path
 from brain.config import BrainConfig, ConfigError
 from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
+from brain.procstat import all_stats, read_stat
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import SettingError, Settings
 from brain.web.idempotency import new_boot_id
@@ -73,15 +74,8 @@ def become_subreaper() -> None:
 def descendants(root_pid: int) -> list[int]:
     """Every live descendant of root_pid, read from /proc (children before grandchildren)."""
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
+    for proc in all_stats():
+        children.setdefault(proc.ppid, []).append(proc.pid)
     found: list[int] = []
     frontier = [root_pid]
     while frontier:
@@ -190,11 +184,10 @@ def _reap_adopted(own_children: set[int]) -> None:
         if pid in own_children:
             continue
         try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
+            proc = read_stat(pid)
         except OSError:
             continue
-        if fields[0] == b"Z" and int(fields[1]) == me:
+        if proc.state == "Z" and proc.ppid == me:
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:

@@ -34,6 +34,7 @@ from brain.errors import (
     InvalidRequest,
     RequestInProgress,
 )
+from brain.procstat import read_stat
 
 FILENAME = "idempotency.sqlite3"
 OPERATIONS = frozenset({"create", "send", "submit", "cancel", "end", "delete"})
@@ -152,11 +153,8 @@ def _own_start_time() -> str:
 
 def _read_proc_stat(pid: int) -> tuple[str, str]:
     """(state, starttime) of `pid` from /proc; raises OSError if there is no such process."""
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        data = stat.read()
-    # The command name is in parentheses and may itself contain ")" or spaces.
-    fields = data[data.rindex(b")") + 2 :].split()
-    return fields[0].decode(), fields[19].decode()
+    proc = read_stat(pid)
+    return proc.state, str(proc.start_time)
 
 
 def _process_alive(pid: int, start: str) -> bool:

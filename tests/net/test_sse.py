@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brain.models.sse import SseEvent, SseParser
+from brain.net.sse import SseEvent, SseParser
 
 STREAM = (
     b": keep-alive comment\n"
@@ -20,7 +20,7 @@ STREAM = (
 )
 EXPECTED = [
     SseEvent("content_block_delta", '{"a": "café"}'),
-    SseEvent("message", "line one\nline two"),
+    SseEvent("message", "line one\nline two", "7"),
     SseEvent("message", "[DONE]"),
 ]
 

@@ -34,7 +34,6 @@ from brain.errors import (
     InvalidRequest,
     RequestInProgress,
 )
-from brain.procstat import read_stat
 
 FILENAME = "idempotency.sqlite3"
 OPERATIONS = frozenset({"create", "send", "submit", "cancel", "end", "delete"})
@@ -153,8 +152,11 @@ def _own_start_time() -> str:
 
 def _read_proc_stat(pid: int) -> tuple[str, str]:
     """(state, starttime) of `pid` from /proc; raises OSError if there is no such process."""
-    proc = read_stat(pid)
-    return proc.state, str(proc.start_time)
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        data = stat.read()
+    # The command name is in parentheses and may itself contain ")" or spaces.
+    fields = data[data.rindex(b")") + 2 :].split()
+    return fields[0].decode(), fields[19].decode()
 
 
 def _process_alive(pid: int, start: str) -> bool:

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from brain.agentloop.modules import load_module_info
-from brain.errors import InvalidRequest
+from brain.errors import ConfigError, InvalidRequest
+from brain.models import make_provider
 from brain.tools.builtins import BUILTINS
 from brain.tools.http_route import Target
 from brain.tools.run import TOOL_ENVIRONMENT_OPS
@@ -38,10 +39,6 @@ MESSAGE_ROLES = ("user", "assistant", "tool", "system")  # the roles every model
 DEFAULT_AGENTLOOP = "default"
 DEFAULT_MODEL = "scripted"
 MAX_IDLE_TTL_MS = 2**53 - 1  # Thespian's timers overflow near 8.6e16 ms; any JSON client reads this
-
-
-class ConfigError(ValueError):
-    """The configuration file is unusable; raised at start-up, never per request."""
 
 
 @dataclass(frozen=True)
@@ -69,8 +66,6 @@ class BrainConfig:
         return config
 
     def validate(self) -> None:
-        from brain.models import make_provider
-
         for name, spec in self.models.items():
             if spec.get("provider") not in MODEL_PROVIDERS:
                 raise ConfigError(f"models.{name}: provider must be one of {MODEL_PROVIDERS}")

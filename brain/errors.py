@@ -7,6 +7,14 @@ shape in one place, so no status code is scattered through the rest of Brain.
 from __future__ import annotations
 
 
+class ConfigError(ValueError):
+    """The configuration file is unusable; raised at start-up, never per request.
+
+    It lives here, not in brain/config.py, so that the parts config validates (model providers
+    raise a subclass for a bad `[models.NAME]` table) need not import config.
+    """
+
+
 class BrainError(Exception):
     """An error with a contract code; `message` is safe to show a client."""
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 
+from brain.procstat import ProcStat, all_stats, read_stat
 
-def _stat_fields(pid: int) -> list[bytes] | None:
-    """Fields of /proc/<pid>/stat after the command name: state, ppid, pgrp, ..."""
+
+def _stat(pid: int) -> ProcStat | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()
+        return read_stat(pid)
     except OSError:
         return None
 
@@ -21,12 +21,8 @@ def _stat_fields(pid: int) -> list[bytes] | None:
 def descendants(root_pid: int) -> list[int]:
     """Every live descendant of root_pid (children before grandchildren)."""
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        fields = _stat_fields(int(entry))
-        if fields is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry))
+    for proc in all_stats():
+        children.setdefault(proc.ppid, []).append(proc.pid)
     found: list[int] = []
     frontier = [root_pid]
     while frontier:
@@ -39,8 +35,8 @@ def descendants(root_pid: int) -> list[int]:
 
 def is_running(pid: int) -> bool:
     """True while pid exists and has not exited (a `<defunct>` process has exited)."""
-    fields = _stat_fields(pid)
-    return fields is not None and fields[0] != b"Z"
+    proc = _stat(pid)
+    return proc is not None and proc.state != "Z"
 
 
 def reap_adopted(own_children: set[int]) -> None:
@@ -49,8 +45,8 @@ def reap_adopted(own_children: set[int]) -> None:
     for pid in descendants(me):
         if pid in own_children:
             continue
-        fields = _stat_fields(pid)
-        if fields is not None and fields[0] == b"Z" and int(fields[1]) == me:
+        proc = _stat(pid)
+        if proc is not None and proc.state == "Z" and proc.ppid == me:
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
@@ -89,7 +85,7 @@ def listening_process(port: int, candidates: list[int]) -> int | None:
             except OSError:
                 continue
     for pid in holders:
-        fields = _stat_fields(pid)
-        if fields is not None and int(fields[1]) not in holders:
+        proc = _stat(pid)
+        if proc is not None and proc.ppid not in holders:
             return pid
     return holders[0] if holders else None

@@ -24,8 +24,8 @@ from typing import Any
 
 from brain.client.errors import ProtocolError, ServerError, TransportError, api_error
 from brain.client.shapes import Event, ModelDelta
-from brain.client.sse import SseMessage, SseParser
 from brain.client.transport import StreamConnection, Transport
+from brain.net.sse import SseEvent, SseParser
 
 END_KINDS = frozenset({"session_ended"})
 MAX_BACKOFF_SECS = 5.0
@@ -173,7 +173,7 @@ class EventStream:
         self._fail(error or TransportError("the event stream ended before session_ended",
                                            maybe_applied=False))
 
-    def _accept(self, message: SseMessage) -> None:
+    def _accept(self, message: SseEvent) -> None:
         if message.event == "model_delta":
             if self._deltas:
                 body = _json(message.data)

@@ -26,6 +26,7 @@ from typing import Any
 
 from brain.environments.deadline import Deadline
 from brain.environments.errors import EnvironmentOpError
+from brain.procstat import all_stats
 
 CHILD_PATH = "/usr/bin:/bin"
 READ_BYTES = 64 << 10
@@ -206,14 +207,4 @@ def _await_group_death(pgid: int) -> None:
 
 
 def _running_members(pgid: int) -> bool:
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return any(proc.pgrp == pgid and proc.running for proc in all_stats())

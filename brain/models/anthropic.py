@@ -22,7 +22,7 @@ from brain.models.base import (
     tool_result_text,
 )
 from brain.models.remote import RemoteProvider, StreamState
-from brain.models.sse import SseEvent
+from brain.net.sse import SseEvent
 
 DEFAULT_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 4096

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from brain.config import ConfigError
+from brain.errors import ConfigError
 
 OUTCOMES = ("error", "unknown", "timeout", "cancelled")
 

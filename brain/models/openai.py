@@ -21,7 +21,7 @@ from brain.models.base import (
     tool_result_text,
 )
 from brain.models.remote import RemoteProvider, StreamState
-from brain.models.sse import SseEvent
+from brain.net.sse import SseEvent
 
 FINISH_REASONS = {
     "stop": "end_turn",

@@ -2,8 +2,8 @@
 
 A family (openai.py, anthropic.py) only maps formats: it builds the wire request from the
 contract's request, turns a JSON body or a stream of SSE events into the contract's result, and
-finds the message in an error body. Transport, timeouts, cancellation and outcomes live in
-http.py and are the same for every family.
+finds the message in an error body. Timeouts and outcomes live in http.py, the exchange itself
+in brain/net/http_exchange.py; they are the same for every family.
 """
 
 from __future__ import annotations
@@ -27,8 +27,18 @@ from brain.models.base import (
     check_cancel,
     safe_delta,
 )
-from brain.models.http import MESSAGE_LIMIT, Endpoint, Exchange, Timeouts
-from brain.models.sse import SseEvent, SseParser
+from brain.models.http import (
+    BODY_LIMIT,
+    MESSAGE_LIMIT,
+    Endpoint,
+    Timeouts,
+    http_error,
+    model_call_error,
+    read_error_body,
+    scrub,
+)
+from brain.net.http_exchange import Exchange, ExchangeFailed
+from brain.net.sse import SseEvent
 
 log = logging.getLogger("brain.models")
 
@@ -142,15 +152,23 @@ class RemoteProvider(Provider):
                 "error", f"cannot map the request ({reason})"[:MESSAGE_LIMIT]
             ) from None
         log.debug("model %s: POST %s%s", self.name, self.endpoint, path)
+        secrets = [key or ""]
+        headers = {"Content-Type": "application/json", **self.headers, **headers}
         try:
             tls = self._tls_context() if self.endpoint.scheme == "https" else None
-            with Exchange(self.endpoint, self.timeouts, cancel, [key or ""], tls) as exchange:
-                exchange.post(path, {**self.headers, **headers}, payload)
+            origin, limits = self.endpoint.origin, self.timeouts.limits()
+            with Exchange(origin, limits, cancel, tls) as exchange:
+                exchange.request("POST", self.endpoint.target(path), headers, payload)
                 if not 200 <= exchange.status < 300:
-                    raise exchange.http_error(self._error_text(exchange.read_error_body()))
-                if "text/event-stream" in exchange.content_type:
-                    return self._read_stream(exchange, on_delta)
+                    detail = self._error_text(read_error_body(exchange))
+                    raise http_error(exchange.status, detail, secrets)
+                if "text/event-stream" in exchange.header("Content-Type").lower():
+                    return self._read_stream(exchange, on_delta, secrets)
                 return self._read_json(exchange, on_delta)
+        except ExchangeFailed as failure:
+            exc = model_call_error(failure)
+            log.debug("model %s: %s (%s)", self.name, exc.outcome, exc.message)
+            raise exc from None
         except ModelCallError as exc:
             log.debug("model %s: %s (%s)", self.name, exc.outcome, exc.message)
             raise
@@ -167,7 +185,7 @@ class RemoteProvider(Provider):
             raise ModelCallError("error", f"cannot load ca_file {self.ca_file}") from None
 
     def _read_json(self, exchange: Exchange, on_delta: OnDelta) -> Result:
-        raw = exchange.read_body()
+        raw = exchange.read_body(BODY_LIMIT)
         try:
             result = self.parse(json.loads(raw))
         except (ValueError, TypeError, KeyError, AttributeError, IndexError):
@@ -177,20 +195,18 @@ class RemoteProvider(Provider):
             on_delta(text)
         return result
 
-    def _read_stream(self, exchange: Exchange, on_delta: OnDelta) -> Result:
-        parser = SseParser()
+    def _read_stream(self, exchange: Exchange, on_delta: OnDelta, secrets: list[str]) -> Result:
         state = self.new_stream()
-        for chunk in exchange.chunks():
-            for event in parser.feed(chunk):
-                try:
-                    state.feed(event, on_delta)
-                    if state.done:
-                        return state.result()
-                except ModelCallError as exc:
-                    message = exchange.scrub(" ".join(exc.message.split()))[:MESSAGE_LIMIT]
-                    raise ModelCallError(exc.outcome, message, exc.status) from None
-                except (ValueError, TypeError, KeyError, AttributeError, IndexError):
-                    raise ModelCallError("unknown", "unreadable stream event") from None
+        for event in exchange.events():
+            try:
+                state.feed(event, on_delta)
+                if state.done:
+                    return state.result()
+            except ModelCallError as exc:
+                message = scrub(" ".join(exc.message.split()), secrets)[:MESSAGE_LIMIT]
+                raise ModelCallError(exc.outcome, message, exc.status) from None
+            except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+                raise ModelCallError("unknown", "unreadable stream event") from None
         raise ModelCallError("unknown", f"stream ended before {self.terminal}")
 
     def _error_text(self, raw: bytes) -> str:

@@ -25,7 +25,7 @@ from brain.client import (
     ServerError,
     TransportError,
 )
-from brain.client.sse import SseMessage, SseParser
+from brain.net.sse import SseEvent, SseParser
 from tests.support.server import free_port
 
 SESSION = {"id": "s1", "status": "idle", "last_sequence": 1, "session_id": "s1",
@@ -206,8 +206,8 @@ def test_sse_parser_follows_the_event_stream_format() -> None:
              b"data: {\"a\":\n", b"data:1}\n", b"\n", b"event: model_delta\n",
              b"data: {\"started\": 5, \"delta\": \"hi\"}\n", b"\n"]
     messages = [m for line in lines for m in parser.feed(line)]
-    assert messages == [SseMessage("turn_started", '{"a":\n1}', "7"),
-                        SseMessage("model_delta", '{"started": 5, "delta": "hi"}', None)]
+    assert messages == [SseEvent("turn_started", '{"a":\n1}', "7"),
+                        SseEvent("model_delta", '{"started": 5, "delta": "hi"}', None)]
 
 
 def test_an_error_frame_mid_stream_raises_the_servers_error(make_server) -> None:  # type: ignore[no-untyped-def]

@@ -17,22 +17,18 @@ from pathlib import Path
 
 import requests
 
+from brain.procstat import read_stat
 from tests.support.server import BrainServer, group_pids
 from tests.support.waiting import wait_for
 
 FORK_WARNING = "is multi-threaded, use of fork()"
 
 
-def _stat_fields(pid: int) -> list[bytes]:
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        return stat.read().rsplit(b")", 1)[1].split()
-
-
 def _parents(pids: list[int]) -> dict[int, int]:
     parents = {}
     for pid in pids:
         try:
-            parents[pid] = int(_stat_fields(pid)[1])
+            parents[pid] = read_stat(pid).ppid
         except OSError:
             continue
     return parents

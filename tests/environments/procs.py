@@ -6,18 +6,15 @@ import os
 import time
 from pathlib import Path
 
-
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
+from brain.procstat import read_stat
 
 
 def alive(pid: int) -> bool:
     """Running or sleeping; a zombie has already been killed, it only waits to be reaped."""
-    return _state(pid) not in (None, "Z", "X")
+    try:
+        return read_stat(pid).running
+    except OSError:
+        return False
 
 
 def living_in(root: Path) -> list[int]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import requests
 
+from brain.procstat import all_stats
 from tests.support.sockets import listening_sockets
 
 START_TIMEOUT_SECS = 60.0
@@ -32,19 +33,7 @@ def free_port() -> int:
 
 
 def group_pids(pgid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                fields = stat.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state != b"Z":
-            pids.append(int(entry))
-    return pids
+    return [proc.pid for proc in all_stats() if proc.pgrp == pgid and proc.state != "Z"]
 
 
 class PortTaken(RuntimeError):

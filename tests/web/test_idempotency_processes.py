@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from brain import errors
+from brain.procstat import read_stat
 from brain.web.idempotency import FILENAME, IdempotencyStore, Outcome, fingerprint
 
 BOOT = "boot-one"
@@ -82,9 +83,7 @@ def wait_until(predicate: object, timeout: float = WAIT_SECS) -> None:
 
 
 def proc_state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        data = stat.read()
-    return data[data.rindex(b")") + 2 :].split()[0].decode()
+    return read_stat(pid).state
 
 
 def raw_rows(db: Path) -> list[tuple]:

@@ -1,0 +1,31 @@
+"""Lower layers import no higher ones: checked in a fresh interpreter, so nothing is cached."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def imported_after(module: str) -> set[str]:
+    code = f"import sys, {module}; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, timeout=60)
+    return {name for name in out.stdout.split() if name.startswith("brain")}
+
+
+@pytest.mark.parametrize("module", ["brain.models", "brain.models.openai",
+                                    "brain.models.anthropic", "brain.models.scripted"])
+def test_model_providers_do_not_import_the_configuration(module):
+    """config validates model tables through make_provider; the reverse import was a cycle."""
+    assert "brain.config" not in imported_after(module)
+
+
+def test_config_error_has_one_home():
+    import brain.config
+    import brain.errors
+    from brain.models import ProviderSpecError
+
+    assert brain.config.ConfigError is brain.errors.ConfigError
+    assert issubclass(ProviderSpecError, brain.errors.ConfigError)

@@ -28,27 +28,43 @@ class BrainError(Exception):
             self.code = code
 
 
-def _error(name: str, code: str, status: int) -> type[BrainError]:
-    return type(name, (BrainError,), {"code": code, "status": status, "__doc__": f"{code}"})
+def _error(name: str, code: str, status: int, meaning: str) -> type[BrainError]:
+    """A BrainError subclass; `meaning` says when a client meets it (the OpenAPI document's
+    error responses are written from these, so codes and statuses are defined here only)."""
+    return type(name, (BrainError,), {"code": code, "status": status, "__doc__": meaning})
 
 
-InvalidRequest = _error("InvalidRequest", "invalid_request", 400)
-Unauthorized = _error("Unauthorized", "unauthorized", 401)
-Forbidden = _error("Forbidden", "forbidden", 403)
-NotFound = _error("NotFound", "not_found", 404)
-SessionBusy = _error("SessionBusy", "session_busy", 409)
-SessionEnded = _error("SessionEnded", "session_ended", 409)
-SessionActive = _error("SessionActive", "session_active", 409)
-IdempotencyConflict = _error("IdempotencyConflict", "idempotency_conflict", 409)
-RequestInProgress = _error("RequestInProgress", "request_in_progress", 409)
-IdempotencyAmbiguous = _error("IdempotencyAmbiguous", "idempotency_ambiguous", 409)
-AlreadyAnswered = _error("AlreadyAnswered", "already_answered", 409)  # a host call, answered
-PayloadTooLarge = _error("PayloadTooLarge", "payload_too_large", 413)
-UnsupportedMediaType = _error("UnsupportedMediaType", "unsupported_media_type", 415)
-SessionDamaged = _error("SessionDamaged", "session_damaged", 500)
-TeardownFailed = _error("TeardownFailed", "teardown_failed", 502)
-Draining = _error("Draining", "draining", 503)
-Internal = _error("Internal", "internal", 500)
+InvalidRequest = _error("InvalidRequest", "invalid_request", 400,
+                        "a malformed body, parameter or header; an unknown configured name")
+Unauthorized = _error("Unauthorized", "unauthorized", 401,
+                      "no bearer token, or a token this server did not issue")
+Forbidden = _error("Forbidden", "forbidden", 403,
+                   "a session token used on a route that is not about its own session")
+NotFound = _error("NotFound", "not_found", 404,
+                  "no such session (or another session, for a session token), route or host call")
+SessionBusy = _error("SessionBusy", "session_busy", 409, "another turn is active")
+SessionEnded = _error("SessionEnded", "session_ended", 409, "the session is ended")
+SessionActive = _error("SessionActive", "session_active", 409,
+                       "the session must be ended before it is deleted")
+IdempotencyConflict = _error("IdempotencyConflict", "idempotency_conflict", 409,
+                             "the Idempotency-Key was used with another request")
+RequestInProgress = _error("RequestInProgress", "request_in_progress", 409,
+                           "the request with this Idempotency-Key is still running")
+IdempotencyAmbiguous = _error("IdempotencyAmbiguous", "idempotency_ambiguous", 409,
+                              "the request with this Idempotency-Key was cut off unanswered")
+AlreadyAnswered = _error("AlreadyAnswered", "already_answered", 409,
+                         "the host call was answered already")
+PayloadTooLarge = _error("PayloadTooLarge", "payload_too_large", 413,
+                         "the body exceeds this route's limit")
+UnsupportedMediaType = _error("UnsupportedMediaType", "unsupported_media_type", 415,
+                              "a body that is not application/json")
+SessionDamaged = _error("SessionDamaged", "session_damaged", 500,
+                        "the session's journal is refused (see `brain journal verify`)")
+TeardownFailed = _error("TeardownFailed", "teardown_failed", 502,
+                        "an Environment could not be torn down")
+Draining = _error("Draining", "draining", 503,
+                  "the server is shutting down and admits no new work")
+Internal = _error("Internal", "internal", 500, "anything else; the message reveals nothing")
 
 BY_CODE: dict[str, type[BrainError]] = {
     cls.code: cls

@@ -1,4 +1,8 @@
-"""The Falcon application: routes of docs/http-api.md mapped to resource classes."""
+"""The Falcon application: routes of docs/http-api.md mapped to resource classes.
+
+Each responder declares its contract (brain/web/contract.py); the OpenAPI document is generated
+from these routes and published at /openapi.json.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,10 @@ from brain.operator_token import read_operator_token
 from brain.settings import Settings
 from brain.web import errors as web_errors
 from brain.web.gateway import ActorGateway
-from brain.web.idempotent import IdempotencyGate
+from brain.web.idempotency_middleware import IdempotencyMiddleware
 from brain.web.live_hub import LiveHub
 from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
-from brain.web.openapi import OpenApiResource
+from brain.web.openapi import OpenApiResource, openapi_document
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
 from brain.web.resources.host import HostCallResource, HostPollResource
@@ -29,26 +33,30 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
         hub.start()
     worker_metrics = WorkerMetrics(gateway, hub)
     app = falcon.App(
+        # process_resource runs in this order, so a request is authenticated and admitted
+        # before its Idempotency-Key is claimed; the claim must be the last step before work.
         middleware=[RequestIdMiddleware(), AuthMiddleware(operator_token, settings.sessions_path),
-                    DrainMiddleware(settings.data_path), worker_metrics],
+                    DrainMiddleware(settings.data_path), worker_metrics,
+                    IdempotencyMiddleware(settings)],
     )
     app.req_options.strip_url_path_trailing_slash = True
     web_errors.install(app)
-    gate = IdempotencyGate(settings)
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadyResource(gateway))
     app.add_route("/metrics", MetricsResource(gateway))
-    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway, gate))
-    app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway, gate))
-    app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway, gate))
+    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway))
+    app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/events", EventsResource(settings, hub))
     app.add_route("/v1/sessions/{session_id}/transcript", TranscriptResource(settings))
-    app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway, gate))
-    app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway, gate))
+    app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway))
+    app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
     app.add_route("/v1/host/poll", HostPollResource(config, gateway))
     app.add_route("/v1/host/calls/{call_id}", HostCallResource(gateway))
-    app.add_route("/openapi.json", OpenApiResource(config))
+    document = OpenApiResource()
+    app.add_route("/openapi.json", document)
+    document.publish(openapi_document(app, config))  # fails here for an undeclared responder
     return app
 
 

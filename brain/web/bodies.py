@@ -16,6 +16,14 @@ SMALL_BODY_LIMIT = 64 << 10
 MAX_JSON_DEPTH = 64  # deeper documents overflow the parser, pickling or the journal encoder
 
 
+def human_size(limit: int) -> str:
+    """A body limit as the docs write it: 64 KiB, 4 MiB."""
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if limit >= 1 << shift and limit % (1 << shift) == 0:
+            return f"{limit >> shift} {unit}"
+    return f"{limit} bytes"
+
+
 def raw_body(req: falcon.Request, limit: int) -> bytes:
     """The request body, read once (idempotency fingerprints and JSON parsing share it)."""
     cached = req.context.get("raw_body")

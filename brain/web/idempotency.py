@@ -14,8 +14,6 @@ never expires; only answers do, after the retention window.
 from __future__ import annotations
 
 import contextlib
-import enum
-import hashlib
 import json
 import os
 import random
@@ -24,20 +22,26 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from brain.errors import (
-    IdempotencyAmbiguous,
-    IdempotencyConflict,
-    InvalidRequest,
-    RequestInProgress,
+from brain.errors import IdempotencyAmbiguous, IdempotencyConflict, RequestInProgress
+from brain.web.idempotency_claims import (
+    MAX_KEY_LENGTH,
+    Answer,
+    Claim,
+    Outcome,
+    fingerprint,
+    new_boot_id,
+    validate_key,
 )
+from brain.web.process_identity import own_start_time, process_alive
+
+__all__ = ["FILENAME", "MAX_KEY_LENGTH", "OPERATIONS", "Answer", "Claim", "IdempotencyStore",
+           "Outcome", "fingerprint", "new_boot_id", "validate_key"]
 
 FILENAME = "idempotency.sqlite3"
 OPERATIONS = frozenset({"create", "send", "submit", "cancel", "end", "delete"})
-MAX_KEY_LENGTH = 255
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
 MAX_BUSY_NAP_SECS = 0.002
@@ -70,110 +74,6 @@ CREATE INDEX IF NOT EXISTS claims_answered ON claims (answered_at)
 -- claims_open served the expiry of unanswered claims, which never expire now
 DROP INDEX IF EXISTS claims_open;
 """
-
-
-class Outcome(enum.Enum):
-    NEW = "new"  # the caller must do the work, then `complete` or `abandon`
-    REPLAY = "replay"  # the work was done; send `Claim.answer` as it is
-
-
-@dataclass(frozen=True)
-class Answer:
-    """A response exactly as it was first sent: replaying it must not re-render anything."""
-
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-
-@dataclass(frozen=True)
-class Claim:
-    """The result of `IdempotencyStore.claim`.
-
-    `token` tells this claim from a later claim of the same key (after `abandon`, or after its
-    answer expired), so a late `complete` or `abandon` can never touch a row it did not create.
-    """
-
-    outcome: Outcome
-    principal: str
-    operation: str
-    session_id: str | None
-    key: str
-    token: str
-    answer: Answer | None = None
-
-
-def new_boot_id() -> str:
-    """A random id for one `brain serve` start; every worker of that start must get the same."""
-    return secrets.token_hex(16)
-
-
-def validate_key(key: object) -> str:
-    """Return an `Idempotency-Key` of 1-255 visible ASCII characters, else raise InvalidRequest.
-
-    The message never echoes the key: it is client input and may be anything.
-    """
-    if (
-        not isinstance(key, str)
-        or not 1 <= len(key) <= MAX_KEY_LENGTH
-        or not all("\x21" <= ch <= "\x7e" for ch in key)
-    ):
-        raise InvalidRequest(
-            f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} visible ASCII characters"
-        )
-    return key
-
-
-def fingerprint(method: str, path: str, body: bytes) -> str:
-    """sha256 hex of method, path and body, with JSON bodies in canonical form.
-
-    Canonical JSON (sorted keys, no spaces) makes a retry that re-serialises the same document
-    match; a body that is not JSON is taken byte for byte. Every part is length-prefixed, so no
-    two different (method, path, body) triples can be spliced into the same input.
-    """
-    try:
-        document = json.loads(body)
-        canonical = b"json:" + json.dumps(
-            document, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-        ).encode("utf-8", "surrogatepass")
-    except (ValueError, UnicodeDecodeError, RecursionError):  # not JSON, or nested absurdly
-        canonical = b"raw:" + body
-    digest = hashlib.sha256()
-    for part in (method.upper().encode(), path.encode(), canonical):
-        digest.update(len(part).to_bytes(8, "big"))
-        digest.update(part)
-    return digest.hexdigest()
-
-
-def _own_start_time() -> str:
-    """This process's start time in clock ticks since OS boot, or '' without /proc."""
-    return _read_proc_stat(os.getpid())[1] if os.path.isdir("/proc/self") else ""
-
-
-def _read_proc_stat(pid: int) -> tuple[str, str]:
-    """(state, starttime) of `pid` from /proc; raises OSError if there is no such process."""
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        data = stat.read()
-    # The command name is in parentheses and may itself contain ")" or spaces.
-    fields = data[data.rindex(b")") + 2 :].split()
-    return fields[0].decode(), fields[19].decode()
-
-
-def _process_alive(pid: int, start: str) -> bool:
-    """Whether the process that recorded (pid, start) still runs and so may still answer."""
-    if start:
-        try:
-            state, started = _read_proc_stat(pid)
-        except (OSError, ValueError, IndexError):
-            return False
-        return state not in ("Z", "X") and started == start
-    try:  # no /proc: the pid alone, which a reused pid can fool (docs/idempotency.md)
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class IdempotencyStore:
@@ -323,7 +223,7 @@ class IdempotencyStore:
         return answered_at is not None and answered_at < now - self.retention_secs
 
     def _claimer_alive(self, boot_id: str, pid: int, pid_start: str) -> bool:
-        return boot_id == self.boot_id and _process_alive(pid, pid_start)
+        return boot_id == self.boot_id and process_alive(pid, pid_start)
 
     def _insert(self, conn: sqlite3.Connection, values: tuple) -> bool:
         """Insert a claim row unless its key is taken; the primary key decides, atomically."""
@@ -376,7 +276,7 @@ class IdempotencyStore:
                         self._inherited.append(self._conn)
                         self._conn = None
                     self._lock = threading.Lock()
-                    self._pid_start = _own_start_time()
+                    self._pid_start = own_start_time()
                     self._pid = pid
         return self._lock
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 from brain import errors
 from brain.journal import CorruptJournal, SessionReader
 from brain.settings import Settings
-
-SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+from brain.web.contract import SESSION_ID
 
 
 def session_dir(settings: Settings, session_id: str) -> Path:

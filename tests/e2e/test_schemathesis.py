@@ -1,7 +1,8 @@
 """Property-based fuzzing of the live HTTP API against its own OpenAPI document.
 
-A real `brain serve` answers requests schemathesis generates from `openapi_document()` (loaded
-from the function, not the route, so the test does not depend on `/openapi.json` being wired).
+A real `brain serve` answers requests schemathesis generates from `openapi_document()` of an
+app built like the server's, with nothing live behind it (the cases are drawn at collection,
+before any server runs; `test_the_served_document_is_the_fuzzed_one` checks the two agree).
 The hard rule is zero 5xx: malformed input must never reach a code path that crashes. Responses
 must also match the document, so it cannot drift from what the server really sends.
 
@@ -34,6 +35,10 @@ from schemathesis.checks import (  # noqa: E402
 )
 
 from brain.config import BrainConfig  # noqa: E402
+from brain.settings import Settings  # noqa: E402
+from brain.web.app import create_app  # noqa: E402
+from brain.web.gateway import ActorGateway  # noqa: E402
+from brain.web.live_hub import LiveHub  # noqa: E402
 from brain.web.openapi import openapi_document  # noqa: E402
 from tests.support.server import BrainServer  # noqa: E402
 
@@ -48,8 +53,20 @@ CHECKS = [
     response_schema_conformance,
 ]
 
+
+
+def document() -> dict[str, Any]:
+    """The document of an app whose gateway never connects and whose hub never starts: building
+    routes touches neither actors nor the (absent) data directory."""
+    settings = Settings.from_env({"BRAIN_DATA_DIR": "/nonexistent/brain-schemathesis"})
+    app = create_app(settings, BrainConfig.load(), ActorGateway(settings), "unused",
+                     hub=LiveHub(settings.data_path))
+    return openapi_document(app, BrainConfig.load())
+
+
+DOCUMENT = document()
 SCHEMA = schemathesis.openapi.from_dict(
-    openapi_document(BrainConfig.load()),
+    DOCUMENT,
     config=schemathesis.Config.from_dict({
         "seed": SEED,
         "generation": {"deterministic": True, "database": "none", "max-examples": MAX_EXAMPLES,
@@ -135,6 +152,10 @@ def test_api_never_fails_and_matches_its_document(case: Any, live: BrainServer) 
     response = case.call(base_url=live.url, headers=headers, timeout=REQUEST_TIMEOUT_SECS)
     STATUSES[(case.operation.label, response.status_code)] += 1
     case.validate_response(response, checks=CHECKS, headers=headers)
+
+
+def test_the_served_document_is_the_fuzzed_one(live: BrainServer) -> None:
+    assert live.request("GET", "/openapi.json").json() == json.loads(json.dumps(DOCUMENT))
 
 
 def test_fuzzing_reached_real_sessions(live: BrainServer) -> None:

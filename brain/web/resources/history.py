@@ -7,29 +7,62 @@ import falcon
 from brain import errors
 from brain.journal import CorruptJournal, SessionReader
 from brain.settings import Settings
+from brain.web.contract import MAX_SEQUENCE, READ_ERRORS, Answer, operation
 from brain.web.live_hub import LiveHub
 from brain.web.reads import damaged_error, reader, session_dir
+from brain.web.schema import Schema
+from brain.web.shapes import SEQUENCE, TIMESTAMP
 from brain.web.sse import open_stream
 
 MAX_PAGE_EVENTS = 1000
 
+ORIGIN = Schema("Origin", {
+    "type": "object",
+    "required": ["kind", "sequence"],
+    "properties": {"kind": {"type": "string", "enum": ["agentloop", "tool"]}, "sequence": SEQUENCE},
+}, "origin")
 
-def int_param(req: falcon.Request, name: str, default: int, low: int, high: int) -> int:
-    raw = req.get_param(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise errors.InvalidRequest(f"{name}: expected an integer") from None
-    if not low <= value <= high:
-        raise errors.InvalidRequest(f"{name}: must be between {low} and {high}")
-    return value
+EVENT = Schema("Event", {
+    "type": "object",
+    "required": ["sequence", "kind", "at", "data"],
+    "properties": {
+        "sequence": SEQUENCE,
+        "kind": {"type": "string"},
+        "at": TIMESTAMP,
+        "data": {"description": "The record's fields (any JSON)."},
+        "origin": ORIGIN,
+    },
+}, "event")
+
+PAGE = Schema("Page", {
+    "type": "object",
+    "required": ["events", "next_after", "has_more"],
+    "properties": {
+        "events": {"type": "array", "items": EVENT, "maxItems": MAX_PAGE_EVENTS},
+        "next_after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE},
+        "has_more": {"type": "boolean"},
+    },
+}, "page")
+
+TRANSCRIPT = Schema("Transcript", {
+    "type": "object",
+    "required": ["messages", "through_sequence"],
+    "properties": {
+        "messages": {"type": "array", "items": {"type": "object"}},
+        "through_sequence": {"type": "integer", "minimum": 0},
+    },
+}, "transcript")
+
+EVENTS_ANSWER = Answer(
+    "A Page; or, with `Accept: text/event-stream`, a stream of `id: <sequence>` / "
+    "`event: <kind>` / `data: <Event JSON>` frames, plus id-less `model_delta` frames and "
+    "keep-alive comments.",
+    PAGE, content={"text/event-stream": {"schema": {"type": "string"}}})
 
 
 def sequence_header(raw: str) -> int:
     """Last-Event-ID as a sequence: ASCII digits only (str.isdigit also admits '²')."""
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or int(raw) > 2**63 - 1:
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 19) or int(raw) > MAX_SEQUENCE:
         raise errors.InvalidRequest("Last-Event-ID: expected a sequence number")
     return int(raw)
 
@@ -45,13 +78,20 @@ class EventsResource:
         self.settings = settings
         self.hub = hub
 
+    @operation("listEvents", "Read committed Events as a page, or follow them as SSE",
+               {200: EVENTS_ANSWER}, errors=READ_ERRORS, headers=("Last-Event-ID",), query={
+                   "after": {"type": "integer", "minimum": 0, "maximum": MAX_SEQUENCE,
+                             "default": 0,
+                             "description": "Exclusive cursor: Events with a greater sequence."},
+                   "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_EVENTS,
+                             "default": MAX_PAGE_EVENTS},
+               })
     def on_get(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_reader = reader(self.settings, session_id)
-        after = int_param(req, "after", 0, 0, 2**63 - 1)
+        after, limit = req.context.query["after"], req.context.query["limit"]
         last_event_id = req.get_header("Last-Event-ID")
         if last_event_id is not None:
             after = sequence_header(last_event_id.strip())
-        limit = int_param(req, "limit", MAX_PAGE_EVENTS, 1, MAX_PAGE_EVENTS)
         if wants_event_stream(req):
             self._stream(req, resp, session_reader, session_id, after)
             return
@@ -85,6 +125,8 @@ class TranscriptResource:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
+    @operation("getTranscript", "Read the canonical transcript (never activates)",
+               {200: Answer("The transcript", TRANSCRIPT)}, errors=READ_ERRORS)
     def on_get(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_reader = reader(self.settings, session_id)
         try:

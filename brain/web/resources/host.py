@@ -18,62 +18,101 @@ from brain import errors
 from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, HostAnswer, HostPoll, Reply
 from brain.config import BrainConfig
 from brain.host import DEFAULT_CALLS_PER_POLL, DEFAULT_WAIT_SECS, MAX_CALLS_PER_POLL, MAX_WAIT_SECS
-from brain.web.bodies import SMALL_BODY_LIMIT, read_json_object
+from brain.web.contract import SESSION_ID_PATTERN, Answer, operation
 from brain.web.gateway import ActorGateway, reply_body
+from brain.web.schema import Schema, nullable
+from brain.web.shapes import SEQUENCE, SESSION_ID_STRING
 
 POLL_MARGIN_SECS = 5.0  # the dispatcher answers by wait_secs; the ask may take this much longer
 ANSWER_TIMEOUT_SECS = 10.0
 ANSWER_BODY_LIMIT = 8 << 20  # an environment read's result may hold 1 MiB of escaped text
-POLL_FIELDS = frozenset({"tools", "environments", "wait_secs", "max_calls", "host_id"})
-HOST_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}-[0-9]{1,19}$")
+CALL_ID = re.compile(SESSION_ID_PATTERN.removesuffix("$") + "-[0-9]{1,19}$")  # id-sequence
+
+NAMES = {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+HOST_POLL_BODY = Schema("HostPollBody", {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Names of configured host Tools and Environments this host serves "
+    "(at least one in all).",
+    "properties": {
+        "tools": NAMES,
+        "environments": NAMES,
+        "wait_secs": {"type": "number", "minimum": 0, "maximum": MAX_WAIT_SECS,
+                      "default": DEFAULT_WAIT_SECS},
+        "max_calls": {"type": "integer", "minimum": 0, "maximum": MAX_CALLS_PER_POLL,
+                      "default": DEFAULT_CALLS_PER_POLL},
+        "host_id": {"type": "string", "pattern": "^[A-Za-z0-9_.:-]{1,64}$",
+                    "description": "This host's id: a newer poll with the same id answers its "
+                    "waiting predecessor at once, empty."},
+    },
+}, "poll body")
+
+HOST_CALL = Schema("HostCall", {
+    "type": "object",
+    "required": ["call_id", "kind", "name", "session_id", "sequence", "deadline"],
+    "properties": {
+        "call_id": {"type": "string"},
+        "kind": {"type": "string", "enum": ["tool", "environment"]},
+        "name": {"type": "string"},
+        "session_id": SESSION_ID_STRING,
+        "sequence": SEQUENCE,
+        "deadline": nullable({"type": "number", "description": "Epoch seconds."}),
+        "input": {"description": "A Tool call's input (any JSON)."},
+        "op": {"type": "string", "enum": ["setup", "exec", "read", "write", "detach",
+                                          "teardown"]},
+        "request": {"type": "object"},
+    },
+}, "host call")
+
+HOST_POLL_ANSWER = Schema("HostPollAnswer", {
+    "type": "object",
+    "required": ["calls", "cancel"],
+    "properties": {
+        "calls": {"type": "array", "items": HOST_CALL, "maxItems": MAX_CALLS_PER_POLL},
+        "cancel": {"type": "array", "items": {"type": "string"},
+                   "description": "Calls handed to this host that Brain cancelled."},
+    },
+}, "poll answer")
+
+HOST_ANSWER_BODY = Schema("HostAnswerBody", {
+    "type": "object",
+    "description": "A Tool: `{content, is_error?, events?, outcome?: ok|cancelled}`. "
+    "An Environment op: `{result: {...}}` or `{error: {message, outcome?}}`.",
+}, "host answer")
+
+ACCEPTED = Schema("Accepted", {
+    "type": "object",
+    "required": ["accepted"],
+    "properties": {"accepted": {"type": "boolean", "enum": [True]}},
+}, "acceptance")
 
 
 def _names(body: dict[str, Any], field: str, configured: dict[str, dict[str, Any]],
            key: str) -> tuple[str, ...]:
     """The names of `field`, each a configured part whose `key` is "host"."""
     value = body.get(field, [])
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise errors.InvalidRequest(f"{field}: expected a list of names")
     for name in value:
         if configured.get(name, {}).get(key) != "host":
             raise errors.InvalidRequest(f"{field}: {name!r} is not a configured host {field[:-1]}")
-    if len(set(value)) != len(value):
-        raise errors.InvalidRequest(f"{field}: names must not repeat")
     return tuple(value)
 
 
-def _number(body: dict[str, Any], field: str, default: float, low: float, high: float,
-            *, integer: bool = False) -> float:
-    value = body.get(field, default)
-    kinds = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kinds) or not low <= value <= high:
-        kind = "an integer" if integer else "a number"
-        raise errors.InvalidRequest(f"{field}: {kind} from {low:g} to {high:g}")
-    return value
-
-
 def parse_poll(body: dict[str, Any], config: BrainConfig, scope: str | None) -> HostPoll:
-    """The poll body as the dispatcher's message; 400 for anything it cannot serve."""
-    unknown = set(body) - POLL_FIELDS
-    if unknown:
-        raise errors.InvalidRequest(f"unknown field: {sorted(unknown)[0]}")
+    """A poll body, already held to HOST_POLL_BODY, as the dispatcher's message; 400 for names
+    this server has no host part for."""
     tools = _names(body, "tools", config.tools, "route")
     environments = _names(body, "environments", config.environments, "kind")
     if not tools and not environments:
         raise errors.InvalidRequest("name at least one host tool or environment to serve")
-    host_id = body.get("host_id")
-    if host_id is not None and (not isinstance(host_id, str) or not HOST_ID.match(host_id)):
-        raise errors.InvalidRequest("host_id: 1-64 characters of A-Z a-z 0-9 _ . : -")
+    fields = HOST_POLL_BODY.spec["properties"]
     return HostPoll(
         request_id=uuid.uuid4().hex,
         tools=tools,
         environments=environments,
         scope=scope,
-        host_id=host_id,
-        max_calls=int(_number(body, "max_calls", DEFAULT_CALLS_PER_POLL, 0, MAX_CALLS_PER_POLL,
-                              integer=True)),
-        wait_secs=float(_number(body, "wait_secs", DEFAULT_WAIT_SECS, 0, MAX_WAIT_SECS)),
+        host_id=body.get("host_id"),
+        max_calls=body.get("max_calls", fields["max_calls"]["default"]),
+        wait_secs=float(body.get("wait_secs", fields["wait_secs"]["default"])),
     )
 
 
@@ -93,9 +132,12 @@ class HostPollResource:
         self.config = config
         self.gateway = gateway
 
+    @operation("pollHostCalls",
+               "Take calls for the host Tools and Environments this host serves (long poll)",
+               {200: Answer("Calls and cancel notices; empty after wait_secs", HOST_POLL_ANSWER)},
+               errors=(400, 401, 413, 415, 500), body=HOST_POLL_BODY, body_required=True)
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = read_json_object(req, SMALL_BODY_LIMIT)
-        poll = parse_poll(body, self.config, req.context.get("session_scope"))
+        poll = parse_poll(req.context.body, self.config, req.context.get("session_scope"))
         resp.media = _ask(self.gateway, poll, poll.wait_secs + POLL_MARGIN_SECS)
 
 
@@ -105,9 +147,12 @@ class HostCallResource:
     def __init__(self, gateway: ActorGateway) -> None:
         self.gateway = gateway
 
+    @operation("answerHostCall", "Answer one call this host took, once",
+               {200: Answer("Taken", ACCEPTED)}, errors=(400, 401, 404, 409, 413, 415, 500),
+               body=HOST_ANSWER_BODY, body_required=True, body_limit=ANSWER_BODY_LIMIT)
     def on_post(self, req: falcon.Request, resp: falcon.Response, call_id: str) -> None:
         if not CALL_ID.match(call_id):
             raise errors.NotFound("no such host call is waiting for an answer")
-        body = read_json_object(req, ANSWER_BODY_LIMIT)
+        body = req.context.body
         answer = HostAnswer(uuid.uuid4().hex, call_id, req.context.get("session_scope"), body)
         resp.media = _ask(self.gateway, answer, ANSWER_TIMEOUT_SECS)

@@ -6,30 +6,46 @@ import falcon
 
 from brain.actors.messages import CancelTurn, DeleteSession, EndSession
 from brain.settings import Settings
-from brain.web.bodies import SMALL_BODY_LIMIT, read_json_object
+from brain.web.contract import IGNORED_BODY, WRITE_ERRORS, Answer, operation
 from brain.web.credentials import issue_session_token
 from brain.web.gateway import ActorGateway
-from brain.web.idempotent import IdempotencyGate
 from brain.web.reads import session_dir, session_resource
+from brain.web.schema import Schema, nullable
+from brain.web.shapes import SEQUENCE, SESSION
 
 END_REPLY_MARGIN_SECS = 120.0
 CANCEL_TIMEOUT_SECS = 60.0
 DELETE_TIMEOUT_SECS = 120.0
 
+CANCEL_ANSWER = Schema("CancelAnswer", {
+    "type": "object",
+    "required": ["session_id", "sequence"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "sequence": nullable({
+            **SEQUENCE, "description": "The cancel_requested record; null when nothing ran."}),
+    },
+}, "cancel answer")
+
+TOKEN = Schema("Token", {
+    "type": "object",
+    "required": ["token"],
+    "properties": {"token": {"type": "string", "minLength": 1}},
+}, "token")
+
 
 class CancelResource:
-    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
+    idempotent = {"POST": "cancel"}
+
+    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
         self.settings = settings
         self.gateway = gateway
-        self.gate = gate
 
+    @operation("cancelTurn", "Request cancellation of the running turn", {
+        200: Answer("Nothing was running (sequence null)", CANCEL_ANSWER),
+        202: Answer("Cancellation recorded", CANCEL_ANSWER),
+    }, errors=WRITE_ERRORS, body=IGNORED_BODY)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        self.gate.run(req, resp, "cancel", session_id, SMALL_BODY_LIMIT,
-                      lambda: self._post(req, resp, session_id))
-
-    def _post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        session_dir(self.settings, session_id)
-        read_json_object(req, SMALL_BODY_LIMIT, optional=True)
         status = session_resource(self.settings, session_id)["status"]
         if status != "running":
             # Nothing in flight: answering needs no actor. (After a crash a "running" session
@@ -42,18 +58,16 @@ class CancelResource:
 
 
 class EndResource:
-    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
+    idempotent = {"POST": "end"}
+
+    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
         self.settings = settings
         self.gateway = gateway
-        self.gate = gate
 
+    @operation("endSession", "End the session (waits for active work)",
+               {200: Answer("The ended session", SESSION)}, errors=WRITE_ERRORS, body=IGNORED_BODY)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        self.gate.run(req, resp, "end", session_id, SMALL_BODY_LIMIT,
-                      lambda: self._post(req, resp, session_id))
-
-    def _post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_dir(self.settings, session_id)
-        read_json_object(req, SMALL_BODY_LIMIT, optional=True)
         max_secs = self.settings.max_turn_secs
         timeout = max_secs + END_REPLY_MARGIN_SECS if max_secs else None
         resp.media = self.gateway.request(session_id, EndSession(), timeout)
@@ -65,9 +79,11 @@ class TokensResource:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
+    @operation("issueToken", "Issue a bearer token good for this session alone",
+               {201: Answer("The new token (shown once)", TOKEN)},
+               errors=(400, 401, 403, 404, 413, 415, 500), body=IGNORED_BODY)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         path = session_dir(self.settings, session_id)
-        read_json_object(req, SMALL_BODY_LIMIT, optional=True)
         resp.status = falcon.HTTP_201
         resp.media = {"token": issue_session_token(path)}
 

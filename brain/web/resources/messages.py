@@ -4,16 +4,42 @@ from __future__ import annotations
 
 import falcon
 
-from brain import errors
 from brain.actors.messages import StartTurn
 from brain.settings import Settings
-from brain.web.bodies import MESSAGE_BODY_LIMIT, read_json_object
+from brain.web.bodies import MESSAGE_BODY_LIMIT
+from brain.web.contract import WRITE_ERRORS, Answer, operation
 from brain.web.gateway import ActorGateway
-from brain.web.idempotent import IdempotencyGate
 from brain.web.reads import session_dir
+from brain.web.schema import Schema, nullable
+from brain.web.shapes import CONTENT, SEQUENCE, TURN_ERROR
 
 TURN_REPLY_MARGIN_SECS = 120.0
 SUBMIT_TIMEOUT_SECS = 60.0
+
+MESSAGE_BODY = Schema("MessageBody", {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["input"],
+    "properties": {"input": CONTENT},
+}, "message body")
+
+RECEIPT = Schema("Receipt", {
+    "type": "object",
+    "required": ["session_id", "sequence"],
+    "properties": {"session_id": {"type": "string"}, "sequence": SEQUENCE},
+}, "receipt")
+
+TURN_RESULT = Schema("TurnResult", {
+    "type": "object",
+    "required": ["session_id", "sequence", "status"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "sequence": SEQUENCE,
+        "status": {"type": "string", "enum": ["ended", "failed"]},
+        "output": {"description": "The Agentloop's output, verbatim (any JSON)."},
+        "error": nullable(TURN_ERROR),
+    },
+}, "turn result")
 
 
 def respond_async(req: falcon.Request) -> bool:
@@ -21,38 +47,27 @@ def respond_async(req: falcon.Request) -> bool:
     return any(p.strip().lower() == "respond-async" for p in prefer.split(","))
 
 
-def validate_input(value: object) -> object:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(b, dict) and isinstance(b.get("type"), str)
-                                       for b in value):
-        return value
-    raise errors.InvalidRequest("input: expected a string or a list of content blocks")
+def message_scope(req: falcon.Request) -> str:
+    """Submit and send are separate idempotency scopes: never each other's retry."""
+    return "submit" if respond_async(req) else "send"
 
 
 class MessagesResource:
     admits_work = True
+    idempotent = {"POST": message_scope}
 
-    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
+    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
         self.settings = settings
         self.gateway = gateway
-        self.gate = gate
 
+    @operation("sendMessage", "Run a turn (sync), or submit it (Prefer: respond-async)", {
+        200: Answer("The finished turn", TURN_RESULT),
+        202: Answer("The turn is durably started", RECEIPT, ("Location", "Preference-Applied")),
+    }, errors=(*WRITE_ERRORS, 503), headers=("Prefer",), body=MESSAGE_BODY, body_required=True,
+       body_limit=MESSAGE_BODY_LIMIT)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        # Submit and send are separate idempotency scopes: never each other's retry.
-        operation = "submit" if respond_async(req) else "send"
-        self.gate.run(req, resp, operation, session_id, MESSAGE_BODY_LIMIT,
-                      lambda: self._post(req, resp, session_id))
-
-    def _post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         session_dir(self.settings, session_id)
-        body = read_json_object(req, MESSAGE_BODY_LIMIT)
-        unknown = set(body) - {"input"}
-        if unknown:
-            raise errors.InvalidRequest(f"unknown field: {sorted(unknown)[0]}")
-        if "input" not in body:
-            raise errors.InvalidRequest("input: required")
-        turn_input = validate_input(body["input"])
+        turn_input = req.context.body["input"]
         if respond_async(req):
             receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit"),
                                            SUBMIT_TIMEOUT_SECS)

@@ -19,6 +19,7 @@ from brain.actors.messages import (
 )
 from brain.metrics import MetricBatch
 from brain.web.background import spawn_background
+from brain.web.contract import Answer, operation
 from brain.web.gateway import ActorGateway
 from brain.web.live_hub import LiveHub
 
@@ -73,6 +74,9 @@ class MetricsResource:
     def __init__(self, gateway: ActorGateway) -> None:
         self.gateway = gateway
 
+    @operation("metrics", "Metrics in the Prometheus text format",
+               {200: Answer("Metrics", content={"text/plain": {"schema": {"type": "string"}}})},
+               errors=(401, 403, 500))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         from brain.actors.metrics_actor import MetricsActor
         from brain.actors.registry import Registry

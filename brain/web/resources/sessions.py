@@ -4,21 +4,67 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import falcon
 
 from brain import errors
 from brain.actors.messages import CreateSession
-from brain.config import BrainConfig, seed_transcript
+from brain.config import CREATE_FIELDS, MAX_IDLE_TTL_MS, BrainConfig, seed_transcript
 from brain.settings import Settings
-from brain.web.bodies import CREATE_BODY_LIMIT, SMALL_BODY_LIMIT, read_json_object
+from brain.web.bodies import CREATE_BODY_LIMIT
+from brain.web.contract import (
+    READ_ERRORS,
+    SESSION_STATUSES,
+    WRITE_ERRORS,
+    Answer,
+    operation,
+)
 from brain.web.gateway import ActorGateway
-from brain.web.idempotent import IdempotencyGate
-from brain.web.reads import SESSION_ID, session_resource
-from brain.web.resources.history import int_param
+from brain.web.reads import session_resource
 from brain.web.resources.lifecycle import delete_session
+from brain.web.schema import Schema, optional
+from brain.web.shapes import MESSAGE, SESSION, SESSION_ID_STRING
 
 CREATE_TIMEOUT_SECS = 60.0
+MAX_LIST = 100
+
+JSON_TYPE_OF = {str: "string", list: "array", int: "integer", dict: "object"}
+CREATE_FIELD_DETAILS: dict[str, dict[str, Any]] = {
+    "agentloop": {"x-configured": "agentloops"},
+    "model": {"x-configured": "models"},
+    "tools": {"items": {"type": "string", "x-configured": "tools"}, "uniqueItems": True},
+    "environments": {"items": {"type": "string", "x-configured": "environments"},
+                     "uniqueItems": True},
+    "transcript": {"items": MESSAGE,
+                   "description": "Messages to seed the session's opening conversation."},
+    "idle_ttl_ms": {"minimum": 0, "maximum": MAX_IDLE_TTL_MS,
+                    "description": "Keep the actor this long after work; 0 = forever; absent or "
+                    "null = the server-wide BRAIN_SESSION_IDLE_TTL_MS."},
+}
+if not set(CREATE_FIELD_DETAILS) <= set(CREATE_FIELDS):
+    raise RuntimeError("create-body details for fields brain.config does not accept")
+
+# The fields and their types are brain.config's; the web adds what a client should know.
+CREATE_BODY = Schema("CreateBody", {
+    "type": "object",
+    "additionalProperties": False,
+    "description": "Only names defined in the server configuration; never secrets. "
+    "Every field is optional, and null means the same as absent.",
+    "properties": {
+        name: optional({"type": JSON_TYPE_OF[kind], **CREATE_FIELD_DETAILS.get(name, {})})
+        for name, kind in CREATE_FIELDS.items()
+    },
+}, "create body")
+
+SESSION_LIST = Schema("SessionList", {
+    "type": "object",
+    "required": ["sessions", "next_cursor"],
+    "properties": {
+        "sessions": {"type": "array", "items": SESSION, "maxItems": MAX_LIST},
+        "next_cursor": {**SESSION_ID_STRING, "nullable": True},
+    },
+}, "session list")
 
 
 def new_session_id() -> str:
@@ -29,43 +75,38 @@ def new_session_id() -> str:
 class SessionsResource:
     operator_only = True
     admits_work = True
+    idempotent = {"POST": "create"}
 
-    def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway,
-                 gate: IdempotencyGate) -> None:
+    def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway) -> None:
         self.settings = settings
         self.config = config
         self.gateway = gateway
-        self.gate = gate
 
+    @operation("createSession", "Create a session from configured names",
+               {201: Answer("The new session", SESSION, ("Location",))},
+               errors=(*WRITE_ERRORS, 503), body=CREATE_BODY, body_limit=CREATE_BODY_LIMIT)
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
-        self.gate.run(req, resp, "create", None, CREATE_BODY_LIMIT,
-                      lambda: self._create(req, resp))
-
-    def _create(self, req: falcon.Request, resp: falcon.Response) -> None:
-        body = read_json_object(req, CREATE_BODY_LIMIT, optional=True)
-        resolved = self.config.resolve_create(body)  # validates the seed transcript too
-        transcript = seed_transcript(body)
+        body = req.context.body
+        resolved = self.config.resolve_create(body)  # configured names, the seed's messages
         session_id = new_session_id()
-        view = self.gateway.request(session_id, CreateSession(resolved, transcript),
+        view = self.gateway.request(session_id, CreateSession(resolved, seed_transcript(body)),
                                     CREATE_TIMEOUT_SECS)
         resp.status = falcon.HTTP_201
         resp.media = view
         resp.set_header("Location", f"/v1/sessions/{session_id}")
 
-
+    @operation("listSessions", "List sessions, newest first",
+               {200: Answer("A page of sessions", SESSION_LIST)}, errors=(400, 401, 403, 500),
+               query={
+                   "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIST,
+                             "default": MAX_LIST},
+                   "cursor": {**SESSION_ID_STRING,
+                              "description": "`next_cursor` of the previous page."},
+                   "status": {"type": "string", "enum": list(SESSION_STATUSES)},
+               })
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        limit = int_param(req, "limit", MAX_LIST, 1, MAX_LIST)
-        cursor = req.get_param("cursor")
-        if cursor is not None and not SESSION_ID.match(cursor):
-            raise errors.InvalidRequest("cursor: not a cursor this server issued")
-        wanted = req.get_param("status")
-        if wanted is not None and wanted not in STATUSES:
-            raise errors.InvalidRequest(f"status: one of {', '.join(STATUSES)}")
-        resp.media = list_sessions(self.settings, limit, cursor, wanted)
-
-
-MAX_LIST = 100
-STATUSES = ("creating", "idle", "running", "ending", "ended", "failed", "damaged")
+        query = req.context.query
+        resp.media = list_sessions(self.settings, query["limit"], query["cursor"], query["status"])
 
 
 def list_sessions(settings: Settings, limit: int, cursor: str | None,
@@ -91,17 +132,19 @@ def list_sessions(settings: Settings, limit: int, cursor: str | None,
 
 
 class SessionResource:
-    def __init__(self, settings: Settings, gateway: ActorGateway, gate: IdempotencyGate) -> None:
+    idempotent = {"DELETE": "delete"}
+
+    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
         self.settings = settings
         self.gateway = gateway
-        self.gate = gate
 
+    @operation("getSession", "Read a session (never activates it)",
+               {200: Answer("The session", SESSION)}, errors=READ_ERRORS)
     def on_get(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         resp.media = session_resource(self.settings, session_id)
 
+    @operation("deleteSession", "Delete an ended, failed or damaged session",
+               {204: Answer("Deleted")}, errors=(*WRITE_ERRORS, 502))
     def on_delete(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        def delete() -> None:
-            delete_session(self.settings, self.gateway, session_id)
-            resp.status = falcon.HTTP_204
-
-        self.gate.run(req, resp, "delete", session_id, SMALL_BODY_LIMIT, delete)
+        delete_session(self.settings, self.gateway, session_id)
+        resp.status = falcon.HTTP_204

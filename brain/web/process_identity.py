@@ -9,29 +9,22 @@ from __future__ import annotations
 
 import os
 
+from brain.procstat import read_stat
+
 
 def own_start_time() -> str:
     """This process's start time in clock ticks since OS boot, or '' without /proc."""
-    return _read_proc_stat(os.getpid())[1] if os.path.isdir("/proc/self") else ""
-
-
-def _read_proc_stat(pid: int) -> tuple[str, str]:
-    """(state, starttime) of `pid` from /proc; raises OSError if there is no such process."""
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        data = stat.read()
-    # The command name is in parentheses and may itself contain ")" or spaces.
-    fields = data[data.rindex(b")") + 2 :].split()
-    return fields[0].decode(), fields[19].decode()
+    return str(read_stat(os.getpid()).start_time) if os.path.isdir("/proc/self") else ""
 
 
 def process_alive(pid: int, start: str) -> bool:
     """Whether the process that recorded (pid, start) still runs and so may still answer."""
     if start:
         try:
-            state, started = _read_proc_stat(pid)
-        except (OSError, ValueError, IndexError):
+            proc = read_stat(pid)
+        except OSError:
             return False
-        return state not in ("Z", "X") and started == start
+        return proc.running and str(proc.start_time) == start
     try:  # no /proc: the pid alone, which a reused pid can fool (docs/idempotency.md)
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.server import BrainServer
+from tests.support.tls import certificate  # noqa: F401 - a fixture for the TLS tests
 
 
 @pytest.fixture

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import shutil
 import ssl
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,19 +13,6 @@ from brain.tools import ToolOutcome, http_route, run_tool
 from tests.tools.toolserver import Conn, Received, ToolServer
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
-
-
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory) -> tuple[Path, Path]:
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = where / "cert.pem", where / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-         "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=30,
-    )  # fmt: skip
-    return cert, key
 
 
 @pytest.fixture

@@ -12,14 +12,26 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from setproctitle import setproctitle
+from setproctitle import setproctitle, setthreadtitle
 
 THESPIAN_ROLES = {"MultiProcAdmin": "actor system", "logger": "actor logger"}
 
 
 def name_process(role: str) -> None:
-    """Show this process as `brain: <role>` in `ps` and /proc/<pid>/cmdline."""
+    """Show this process as `brain: <role>` in `ps` and /proc/<pid>/cmdline.
+
+    The kernel's short name (`comm`, 15 bytes, `ps -o comm`) becomes `brain-<role>` without
+    spaces: CPython 3.12+ finds a process's thread count by splitting /proc/self/stat on spaces,
+    so a space in `comm` (setproctitle copies the title there) shifts the fields, and every fork
+    of such a process warned that it was multi-threaded when it had one thread.
+    """
     setproctitle(f"brain: {role}")
+    setthreadtitle(short_name(role))
+
+
+def short_name(role: str) -> str:
+    """`actor system` -> `brain-actor-sys`: the kernel keeps 15 bytes of a process name."""
+    return f"brain-{role.replace(' ', '-')}"[:15]
 
 
 def role_of(thespian_name: str) -> str:

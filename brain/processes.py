@@ -7,6 +7,8 @@ decides what to do with what it reads.
 from __future__ import annotations
 
 import os
+import socket
+import struct
 
 from brain.procstat import ProcStat, all_stats, read_stat
 
@@ -53,37 +55,55 @@ def reap_adopted(own_children: set[int]) -> None:
                 pass
 
 
-def _listening_inodes(port: int) -> set[int]:
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as rows:
-                next(rows)
-                for row in rows:
-                    parts = row.split()
-                    if parts[3] == "0A" and int(parts[1].rsplit(":", 1)[1], 16) == port:
-                        inodes.add(int(parts[9]))
-        except OSError:
-            continue
-    return inodes
+LISTEN_STATE = "0A"
 
 
-def listening_process(port: int, candidates: list[int]) -> int | None:
-    """Which of `candidates` listens on TCP `port`: the eldest holder if forks share it."""
-    inodes = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
-    holders = []
-    for pid in candidates:
+def _listening_table(table: str) -> dict[int, tuple[str, int]]:
+    """`{socket inode: (address, port)}` of the sockets listening in one /proc/net table."""
+    found: dict[int, tuple[str, int]] = {}
+    try:
+        with open(table) as rows:
+            next(rows)
+            for row in rows:
+                parts = row.split()
+                if parts[3] != LISTEN_STATE:
+                    continue
+                hex_addr, hex_port = parts[1].split(":")
+                if len(hex_addr) == 8:
+                    address = socket.inet_ntoa(struct.pack("<I", int(hex_addr, 16)))
+                else:  # IPv6: four little-endian 32-bit words
+                    raw = bytes.fromhex(hex_addr)
+                    words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                    address = socket.inet_ntop(socket.AF_INET6, words)
+                found[int(parts[9])] = (address, int(hex_port, 16))
+    except OSError:
+        pass
+    return found
+
+
+def listening_sockets(pids: list[int]) -> list[tuple[int, str, int]]:
+    """`(pid, address, port)` for every TCP socket in LISTEN state that one of `pids` holds."""
+    tables = {**_listening_table("/proc/net/tcp"), **_listening_table("/proc/net/tcp6")}
+    result = []
+    for pid in pids:
         try:
             fds = os.listdir(f"/proc/{pid}/fd")
         except OSError:
             continue
         for fd in fds:
             try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
-                    holders.append(pid)
-                    break
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
+            if target.startswith("socket:[") and int(target[8:-1]) in tables:
+                result.append((pid, *tables[int(target[8:-1])]))
+    return result
+
+
+def listening_process(port: int, candidates: list[int]) -> int | None:
+    """Which of `candidates` listens on TCP `port`: the eldest holder if forks share it."""
+    holders = list(dict.fromkeys(
+        pid for pid, _, listened in listening_sockets(candidates) if listened == port))
     for pid in holders:
         proc = _stat(pid)
         if proc is not None and proc.ppid not in holders:

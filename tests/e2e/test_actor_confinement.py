@@ -7,8 +7,8 @@ decides reachability, so no packet needs to leave loopback to prove it.
 
 from __future__ import annotations
 
+from brain.processes import listening_sockets
 from tests.support.server import BrainServer, group_pids
-from tests.support.sockets import listening_sockets
 
 LOOPBACK = ("127.0.0.1", "::1")
 

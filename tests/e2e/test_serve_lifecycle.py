@@ -146,4 +146,6 @@ def test_actor_system_stops_without_waiting_for_a_lost_shutdown_reply(tmp_path: 
             except ProcessLookupError:
                 pass
             boot.wait(timeout=10)
-    assert max(took) < 5.0, took
+    # A lost reply costs Thespian's full 10 s wait; a normal stop takes 1.5-2 s, more on a
+    # loaded machine. 8 s still tells the two apart.
+    assert max(took) < 8.0, took

@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from brain.processes import listening_sockets
 from tests.support.server import BrainServer, free_port, group_pids
-from tests.support.sockets import listening_sockets
 from tests.support.waiting import wait_for
 
 AUTO_ACTOR_PORT = {"BRAIN_ACTOR_PORT": ""}  # unset: the server picks its own

@@ -18,8 +18,8 @@ from typing import Any
 
 import requests
 
+from brain.processes import listening_sockets
 from brain.procstat import all_stats
-from tests.support.sockets import listening_sockets
 
 START_TIMEOUT_SECS = 60.0
 STOP_TIMEOUT_SECS = 60.0

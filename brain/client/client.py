@@ -10,19 +10,15 @@ code that may close its client without affecting the owner.
 
 from __future__ import annotations
 
-import json
 import ssl
 from collections.abc import Iterator
 from typing import Any
 
 from brain import __version__
-from brain.client.errors import api_error
+from brain.client.api import Api
 from brain.client.host import HostServer, ToolHandler
-from brain.client.keys import check_idempotency_key
 from brain.client.session import Session
-from brain.client.transport import Response, Timeouts, Transport
-
-_NO_BODY = object()
+from brain.client.transport import Timeouts, Transport
 
 
 class Brain:
@@ -43,7 +39,7 @@ class Brain:
                          "User-Agent": f"brain-python/{__version__}"}
         self._timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
                                   stream=stream_timeout)
-        self._transport = self._new_transport(max_idle_connections)
+        self._api = Api(self._new_transport(max_idle_connections))
         self._hosts: list[HostServer] = []
 
     def __repr__(self) -> str:
@@ -54,7 +50,7 @@ class Brain:
 
     @property
     def closed(self) -> bool:
-        return self._transport.closed
+        return self._api.closed
 
     def close(self) -> None:
         """Release connections and stop host servers; idempotent. Never interrupts, ends or
@@ -62,7 +58,7 @@ class Brain:
         hosts, self._hosts = self._hosts, []
         for host in hosts:
             host.stop(timeout=0)
-        self._transport.close()
+        self._api.transport.close()
 
     def __enter__(self) -> Brain:
         return self
@@ -72,7 +68,7 @@ class Brain:
 
     def with_token(self, token: str) -> Brain:
         """A new client for the same server and options, with its own connections and lifetime."""
-        self._check_open()
+        self._api.check_open()
         return Brain(self.base_url, token, **self._options)
 
     # --- sessions ---------------------------------------------------------------------------
@@ -90,31 +86,31 @@ class Brain:
                   "environments": environments, "transcript": transcript,
                   "idle_ttl_ms": idle_ttl_ms, "metadata": metadata}
         body = {name: value for name, value in fields.items() if value is not None}
-        state = self._call("POST", "/v1/sessions", body=body,
-                           idempotency_key=idempotency_key).json()
-        return Session(self, state["id"], state)
+        state = self._api.call("POST", "/v1/sessions", body=body,
+                               idempotency_key=idempotency_key).json()
+        return Session(self._api, state["id"], state)
 
     def session(self, session_id: str, *, fetch: bool = True) -> Session:
         """A handle for an existing session, read from the server unless `fetch=False`."""
-        handle = Session(self, session_id)
+        handle = Session(self._api, session_id)
         if fetch:
             handle.refresh()
         else:
-            self._check_open()
+            self._api.check_open()
         return handle
 
     def sessions(self, status: str | None = None, limit: int | None = None) -> Iterator[Session]:
         """Every session, newest first, following `next_cursor`; `limit` is the page size."""
-        self._check_open()
+        self._api.check_open()
         return self._iter_sessions(status, limit)
 
     def _iter_sessions(self, status: str | None, limit: int | None) -> Iterator[Session]:
         cursor = None
         while True:
-            page = self._call("GET", "/v1/sessions",
-                              query={"status": status, "limit": limit, "cursor": cursor}).json()
+            page = self._api.call("GET", "/v1/sessions",
+                                  query={"status": status, "limit": limit, "cursor": cursor}).json()
             for state in page["sessions"]:
-                yield Session(self, state["id"], state)
+                yield Session(self._api, state["id"], state)
             cursor = page.get("next_cursor")
             if not cursor:
                 return
@@ -131,7 +127,7 @@ class Brain:
         with `setup() detach() teardown() exec(request) read(request) write(request)`.
         Polling runs on a background thread with its own connections (docs/host-tools.md).
         """
-        self._check_open()
+        self._api.check_open()
         host = HostServer(self, tools, environments, wait_secs=wait_secs,
                           max_concurrency=max_concurrency)
         self._hosts.append(host)
@@ -148,22 +144,3 @@ class Brain:
         return Transport(self.base_url, self._headers, self._timeouts, max_idle=max_idle,
                          ssl_context=self._options["ssl_context"])
 
-    def _check_open(self) -> None:
-        self._transport.check_open()
-
-    def _call(self, method: str, path: str, *, query: dict[str, Any] | None = None,
-              body: Any = _NO_BODY, headers: dict[str, str] | None = None,
-              idempotency_key: str | None = None, timeout: float | None = None) -> Response:
-        """One request; any non-2xx answer raises the matching BrainAPIError."""
-        all_headers = dict(headers or {})
-        data = None
-        if body is not _NO_BODY:
-            data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
-            all_headers["Content-Type"] = "application/json"
-        if idempotency_key is not None:
-            all_headers["Idempotency-Key"] = check_idempotency_key(idempotency_key)
-        answer = self._transport.request(method, path, query=query, body=data,
-                                         headers=all_headers, timeout=timeout)
-        if not 200 <= answer.status < 300:
-            raise api_error(answer.status, answer.body, answer.headers)
-        return answer

@@ -27,15 +27,15 @@ from brain.client.stream import EventStream
 from brain.client.transport import quote_segment
 
 if TYPE_CHECKING:
-    from brain.client.client import Brain
+    from brain.client.api import Api
 
 TurnInput = str | list[dict[str, Any]]
 
 
 class Session:
-    def __init__(self, client: Brain, session_id: str,
+    def __init__(self, api: Api, session_id: str,
                  state: dict[str, Any] | None = None) -> None:
-        self._client = client
+        self._api = api
         self.id = session_id
         self._path = f"/v1/sessions/{quote_segment(session_id)}"
         self._apply(state or {})
@@ -65,16 +65,16 @@ class Session:
 
     def _fetch_state(self) -> dict[str, Any]:
         """The current Session representation, without touching the cache."""
-        return self._client._call("GET", self._path).json()
+        return self._api.call("GET", self._path).json()
 
     def transcript(self) -> Transcript:
         """The canonical messages and the journal sequence they are current through."""
-        return Transcript.from_json(self._client._call("GET", self._path + "/transcript").json())
+        return Transcript.from_json(self._api.call("GET", self._path + "/transcript").json())
 
     def events_page(self, after: int = 0, limit: int | None = None) -> EventPage:
         """One page of committed Events after the exclusive cursor `after`."""
-        answer = self._client._call("GET", self._path + "/events",
-                                    query={"after": after, "limit": limit})
+        answer = self._api.call("GET", self._path + "/events",
+                                query={"after": after, "limit": limit})
         return EventPage.from_json(answer.json())
 
     def events(self, cursor: int = 0, *, page_size: int | None = None) -> Iterator[Event]:
@@ -82,7 +82,7 @@ class Session:
 
         Save `event.sequence` as your cursor after handling each Event to resume later.
         """
-        self._client._check_open()
+        self._api.check_open()
         return self._iter_events(cursor, page_size)
 
     def _iter_events(self, cursor: int, page_size: int | None) -> Iterator[Event]:
@@ -102,9 +102,8 @@ class Session:
         no sequence. The stream ends after session_ended or deletion; close it (or use `with`)
         when you stop early. `timeout` bounds each read (default: the client's stream timeout).
         """
-        self._client._check_open()
-        stream = EventStream(self._client._transport, self._path + "/events", after=cursor,
-                             deltas=deltas, timeout=timeout, max_reconnects=max_reconnects)
+        stream = self._api.events(self._path + "/events", after=cursor, deltas=deltas,
+                                  timeout=timeout, max_reconnects=max_reconnects)
         return stream.connect()  # subscribed on return: deltas of a later submit are not missed
 
     # --- turns ------------------------------------------------------------------------------
@@ -125,9 +124,9 @@ class Session:
 
     def _post_send(self, turn_input: TurnInput, key: str | None,
                    timeout: float | None) -> TurnResult:
-        wait = self._client._transport.timeouts.turn if timeout is None else timeout
-        answer = self._client._call("POST", self._path + "/messages", body={"input": turn_input},
-                                    idempotency_key=key, timeout=wait)
+        wait = self._api.turn_timeout if timeout is None else timeout
+        answer = self._api.call("POST", self._path + "/messages", body={"input": turn_input},
+                                idempotency_key=key, timeout=wait)
         return TurnResult.from_json(answer.json())
 
     def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
@@ -138,8 +137,8 @@ class Session:
         Follow the turn with `follow(receipt.sequence - 1)` or `events(...)`.
         """
         key = idempotency_key or new_idempotency_key()
-        answer = self._client._call("POST", self._path + "/messages", body={"input": input},
-                                    headers={"Prefer": "respond-async"}, idempotency_key=key)
+        answer = self._api.call("POST", self._path + "/messages", body={"input": input},
+                                headers={"Prefer": "respond-async"}, idempotency_key=key)
         return Receipt.from_json(answer.json())
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -149,14 +148,14 @@ class Session:
         return self._post_cancel(idempotency_key)
 
     def _post_cancel(self, key: str | None) -> CancelAnswer:
-        answer = self._client._call("POST", self._path + "/cancel", idempotency_key=key)
+        answer = self._api.call("POST", self._path + "/cancel", idempotency_key=key)
         return CancelAnswer.from_json(answer.json())
 
     def end(self, idempotency_key: str | None = None, *, timeout: float | None = None) -> Session:
         """End the session (waits for active work) and cache the ended Session."""
-        wait = self._client._transport.timeouts.turn if timeout is None else timeout
-        answer = self._client._call("POST", self._path + "/end", idempotency_key=idempotency_key,
-                                    timeout=wait)
+        wait = self._api.turn_timeout if timeout is None else timeout
+        answer = self._api.call("POST", self._path + "/end", idempotency_key=idempotency_key,
+                                timeout=wait)
         self._apply(answer.json())
         return self
 
@@ -165,9 +164,9 @@ class Session:
 
         After a TeardownFailed, delete again with a *new* key to request another attempt.
         """
-        self._client._call("DELETE", self._path, idempotency_key=idempotency_key,
-                           timeout=self._client._transport.timeouts.turn)
+        self._api.call("DELETE", self._path, idempotency_key=idempotency_key,
+                       timeout=self._api.turn_timeout)
 
     def create_token(self) -> str:
         """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
-        return self._client._call("POST", self._path + "/tokens").json()["token"]
+        return self._api.call("POST", self._path + "/tokens").json()["token"]

@@ -1,8 +1,10 @@
-"""State of one running turn inside a session actor, and the activation thread.
+"""The Agentloop's thread inside a session actor, and its guest calls to the actor.
 
-The Agentloop runs in a thread of the session actor's process. Each host call it makes is posted
-to the actor through the bridge and the thread waits for the actor's answer: the actor alone
-commits to the journal, so every service call is ordered in the one journal.
+The Agentloop runs in a thread of the session actor's process. Each guest call it makes
+(`brain.call`, brain/agentloop/guestcall.py) is posted to the actor through the bridge, and the
+thread waits for the actor's answer: the actor alone commits to the journal, so every guest call
+is ordered in the one journal. When the guest returns, fails or is stopped, the thread posts an
+ActivationFinished the same way.
 """
 
 from __future__ import annotations
@@ -13,13 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brain.actors.bridge import ThreadBridge
+from brain.sessions.state import ActivationFinished
+from brain.settings import Settings
 
-# The actor answers every host call; this bound only keeps a thread from outliving a lost actor.
-HOST_CALL_ANSWER_SECS = 24 * 3600.0 + 60.0
+# The actor answers every guest call; this bound only keeps a thread from outliving a lost actor.
+GUEST_CALL_ANSWER_SECS = 24 * 3600.0 + 60.0
 
 
 @dataclass
-class PendingHostCall:
+class PendingGuestCall:
     """One `brain.call` from the guest, waiting for the actor's answer."""
 
     op: dict[str, Any]
@@ -29,74 +33,53 @@ class PendingHostCall:
         self.answer.put(result)
 
 
-class SingleWaiter:
-    """The guest waits for one effect (a model call): its result is the answer."""
-
-    def __init__(self, call: PendingHostCall) -> None:
-        self.call = call
-
-    def settle(self, started: int, result: dict[str, Any]) -> None:
-        self.call.respond(result)
+_runtime = None
 
 
-class ToolBatchWaiter:
-    """The guest waits for every Tool call of one `tools.call`; results return in call order."""
+def agentloop_runtime(settings: Settings) -> Any:
+    """One AgentloopRuntime per actor process, created after the fork (stack hazard 4)."""
+    global _runtime
+    if _runtime is None:
+        from brain.agentloop import AgentloopRuntime
 
-    def __init__(self, call: PendingHostCall, order: list[int]) -> None:
-        self.call = call
-        self.order = order
-        self.results: dict[int, dict[str, Any]] = {}
-
-    def settle(self, started: int, result: dict[str, Any]) -> None:
-        self.results[started] = result
-        if len(self.results) == len(self.order):
-            self.call.respond({"results": [self.results[s] for s in self.order]})
-
-
-@dataclass(frozen=True)
-class ActivationFinished:
-    """Posted by the activation thread when the guest returned, failed or was stopped."""
-
-    turn: int
-    result: dict[str, Any] | None
-    error: dict[str, Any] | None
+        # Compiled modules are cached as serialized bytes in a directory only Brain writes, so
+        # a freshly forked session actor loads the Agentloop instead of compiling it again.
+        cache_dir = settings.data_path / "run" / "wasm-cache"
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20,
+                                    cache_dir=cache_dir)
+    return _runtime
 
 
-@dataclass
-class ActiveTurn:
-    sequence: int
-    activation: int
-    mode: str
-    reply_to: Any
-    request_id: str
-    model_calls: int = 0
-    forced_error: dict[str, Any] | None = None
-    pending_effects: dict[int, Any] = field(default_factory=dict)  # started → waiter
-    pending_kinds: dict[int, str] = field(default_factory=dict)  # started → "model_call"|...
-    emitted_bytes: int = 0
-    stop_reason: str | None = None  # "cancelled" or "timeout" once Brain is stopping the turn
-    stopper: Any = None  # the activation's ActivationStopper: a cancel stops the guest itself
+def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str, Any],
+                      guest_call: Any, deadline: float | None,
+                      stopper: Any = None) -> dict[str, Any]:
+    """Run the Agentloop recorded at creation, refusing a module file changed since then."""
+    from brain.agentloop import AgentloopError
 
-    def stopping_error(self) -> dict[str, Any] | None:
-        if self.stop_reason == "timeout":
-            return {"code": "turn_timeout", "message": "the turn exceeded BRAIN_MAX_TURN_SECS"}
-        if self.stop_reason == "cancelled":
-            return {"code": "cancelled", "message": "the turn was cancelled"}
-        return None
+    try:
+        current = runtime.prepare(agentloop["path"])  # hashed only when the file changed
+    except (OSError, AgentloopError):
+        raise AgentloopError("agentloop_error",
+                             f"Agentloop {agentloop['name']!r}: module file "
+                             f"{agentloop['path']} cannot be read") from None
+    recorded = agentloop.get("sha256")
+    if recorded and current != recorded:
+        raise AgentloopError("agentloop_error",
+                             f"Agentloop {agentloop['name']!r} changed since the session was "
+                             f"created (recorded sha256 {recorded[:12]}…, file now "
+                             f"{current[:12]}…); create a new session to use the new module")
+    return runtime.activate(agentloop["path"], payload, guest_call, deadline, stopper)
 
 
-def start_activation(
-    bridge: ThreadBridge,
-    run: Any,
-    turn: int,
-) -> threading.Thread:
-    """Run `run(host_call)` in a daemon thread; its outcome comes back through the bridge."""
+def start_activation(bridge: ThreadBridge, run: Any, turn: int) -> threading.Thread:
+    """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge."""
 
-    def host_call(op: dict[str, Any]) -> dict[str, Any]:
-        call = PendingHostCall(op)
+    def guest_call(op: dict[str, Any]) -> dict[str, Any]:
+        call = PendingGuestCall(op)
         bridge.post(call)
         try:
-            return call.answer.get(timeout=HOST_CALL_ANSWER_SECS)
+            return call.answer.get(timeout=GUEST_CALL_ANSWER_SECS)
         except queue.Empty:
             return {"error": {"code": "internal", "message": "session actor did not answer"}}
 
@@ -104,10 +87,10 @@ def start_activation(
         from brain.agentloop import AgentloopError
 
         try:
-            result = run(host_call)
+            result = run(guest_call)
         except AgentloopError as exc:
             bridge.post(ActivationFinished(turn, None, {"code": exc.code, "message": exc.message}))
-        except Exception as exc:  # a host bug must still close the turn
+        except Exception as exc:  # a Brain bug must still close the turn
             bridge.post(ActivationFinished(turn, None, {"code": "internal",
                                                         "message": type(exc).__name__}))
         else:

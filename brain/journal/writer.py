@@ -291,11 +291,14 @@ class JournalWriter:
 
     # --- appending -----------------------------------------------------------------------------
 
-    def append(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def append(
+        self, records: list[dict[str, Any]], *, at: int | None = None
+    ) -> list[dict[str, Any]]:
         """Commit `records` as one batch; return them as committed (with `seq` and `at`).
 
         Durable when this returns: one write and one fdatasync. Either every record of the
-        batch survives a crash or none does.
+        batch survives a crash or none does. `at` (epoch ms) is the batch's time when the
+        caller chose it (never earlier than the last record's); by default, the clock's.
         """
         if self._broken is not None:
             raise WriterBroken(f"{self.journal_dir}: an earlier write failed; reopen the journal")
@@ -303,7 +306,7 @@ class JournalWriter:
             raise JournalError(f"{self.journal_dir}: the writer is closed")
         if not records:
             return []
-        at = max(self._clock(), self._last_at)
+        at = max(self._clock() if at is None else at, self._last_at)
         first = seq = self.last_seq + 1
         length = self._transcript_length
         committed: list[dict[str, Any]] = []

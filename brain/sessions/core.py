@@ -100,6 +100,10 @@ def _command(tx: Tx, command: Command) -> None:
             tx.reply(who, error=errors.SessionDamaged(state.damage))
     elif state.phase is Phase.CLOSED:
         tx.reply(who, error=errors.Internal("the session's journal is not open"))
+    elif state.projection.config is None and not isinstance(delivered.command, CreateSession):
+        # A journal with no session_created (a create that crashed before its first commit)
+        # holds no session: nothing may be written to it but a creation.
+        tx.reply(who, error=errors.NotFound("no such session"))
     else:
         _COMMANDS[type(delivered.command)](tx, who, command)
 

@@ -105,8 +105,10 @@ class ExecutorActor(BridgedActor):
             except Exception as exc:
                 logging.getLogger(type(self).__module__).exception(
                     "effect %s/%s failed inside Brain", msg.session_id, msg.started)
+                message = f"internal error ({type(exc).__name__})"
                 done = EffectDone(msg.session_id, msg.started, Outcome.UNKNOWN,
-                                  error={"message": f"internal error ({type(exc).__name__})"})
+                                  result={"content": message, "is_error": True},
+                                  error={"message": message})
             self.bridge.post((sender, done))
 
         threading.Thread(target=body, daemon=True,

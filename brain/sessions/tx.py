@@ -9,8 +9,7 @@ on the projection as it will be once the batch is durable.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from brain import errors
 from brain.journal import fold_all
@@ -42,10 +41,10 @@ class Tx:
         self.checkpoint = False
 
     def set(self, **changes: Any) -> None:
-        self.state = replace(self.state, **changes)
+        self.state = evolve(self.state, changes)
 
     def set_turn(self, **changes: Any) -> None:
-        self.set(turn=replace(self.state.turn, **changes))
+        self.state = evolve(self.state, {"turn": evolve(self.state.turn, changes)})
 
     def commit(self, *batch: dict[str, Any]) -> list[dict[str, Any]]:
         """Give the records their `seq` and `at` as the journal will, and fold them in."""
@@ -53,7 +52,8 @@ class Tx:
         assert projection is not None, "no journal is open"
         at = max(self.now_ms, projection.updated_at or 0)
         first = projection.last_seq + 1
-        full = [{"seq": first + i, "at": at, **record} for i, record in enumerate(batch)]
+        full = [{"seq": first + i, "kind": record["kind"], "at": at, **record}
+                for i, record in enumerate(batch)]
         self.set(projection=fold_all(projection, full))
         self.records.extend(full)
         return full
@@ -81,3 +81,21 @@ class Tx:
     def done(self) -> Step:
         return Step(self.state, tuple(self.records), tuple(self.sends), tuple(self.actions),
                     tuple(self.replies), self.checkpoint, tuple(self.timers), tuple(self.notes))
+
+
+T = TypeVar("T")
+
+
+def evolve(value: T, changes: dict[str, Any]) -> T:
+    """A copy of the frozen dataclass `value` with `changes`, which must name its fields.
+
+    What `dataclasses.replace` does, without re-running `__init__` over every field: a step
+    makes several changes, and the session actor takes a step per guest call and outcome.
+    """
+    if not changes.keys() <= value.__dataclass_fields__.keys():
+        raise TypeError(f"{type(value).__name__} has no field {sorted(changes)}")
+    new = object.__new__(type(value))
+    new.__dict__.update(value.__dict__)
+    new.__dict__.update(changes)
+    return new
+

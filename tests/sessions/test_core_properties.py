@@ -6,7 +6,7 @@ the activation's end, timers, a damaged journal, a crash and restart):
 - no effect is sent (or cancelled) unless the record that fences it is in the same Step or an
   earlier one, and none is sent twice;
 - a restart sends nothing for the effects it finds unfinished;
-- the phase and the state agree;
+- the phase and the state agree, and a step never changes the state it was given;
 and once the work in flight is over, every `*_started` has exactly one terminal record.
 """
 
@@ -74,7 +74,11 @@ class Checked(Session):
         self.answered: set[int] = set()
 
     def feed(self, event: Any) -> Step:
+        before = self.state
+        fields, turn = dict(vars(before)), dict(vars(before.turn)) if before.turn else None
         step = super().feed(event)
+        assert vars(before) == fields, "step changed the state it was given"
+        assert (dict(vars(before.turn)) if before.turn else None) == turn
         self.check(step)
         return step
 

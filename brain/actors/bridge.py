@@ -16,7 +16,9 @@ from typing import Any
 
 from thespian.actors import ThespianWatch
 
+from brain.actors.messages import EffectDone
 from brain.actors.trace import TracedDispatcher
+from brain.effects import Outcome
 
 
 class ThreadBridge:
@@ -80,10 +82,11 @@ class BridgedActor(TracedDispatcher):
 
 
 class ExecutorActor(BridgedActor):
-    """Runs each effect in its own thread and sends `(reply_to, outcome)` pairs back.
+    """Runs each effect in its own thread and answers its sender with the EffectDone.
 
-    Subclasses implement `run(msg, cancel)` returning the outcome message; cancellation by
-    `CancelEffect(session_id, started)` sets the effect's event.
+    Subclasses implement `run(msg, cancel)` returning the EffectDone; cancellation by
+    `CancelEffect(session_id, started)` sets the effect's event. A thread that fails inside
+    Brain still answers: `unknown`, since the effect may have happened.
     """
 
     thread_prefix = "effect"
@@ -92,12 +95,21 @@ class ExecutorActor(BridgedActor):
         super().__init__(*args, **kwargs)
         self.cancels: dict[tuple[str, int], threading.Event] = {}
 
-    def start_effect(self, msg: Any) -> None:
+    def start_effect(self, msg: Any, sender: Any) -> None:
         cancel = threading.Event()
         self.cancels[(msg.session_id, msg.started)] = cancel
 
         def body() -> None:
-            self.bridge.post((msg.reply_to, self.run(msg, cancel)))
+            try:
+                done = self.run(msg, cancel)
+            except Exception as exc:
+                logging.getLogger(type(self).__module__).exception(
+                    "effect %s/%s failed inside Brain", msg.session_id, msg.started)
+                message = f"internal error ({type(exc).__name__})"
+                done = EffectDone(msg.session_id, msg.started, Outcome.UNKNOWN,
+                                  result={"content": message, "is_error": True},
+                                  error={"message": message})
+            self.bridge.post((sender, done))
 
         threading.Thread(target=body, daemon=True,
                          name=f"{self.thread_prefix}-{msg.session_id}-{msg.started}").start()
@@ -115,7 +127,7 @@ class ExecutorActor(BridgedActor):
             self.handle_posted(item)
 
     def handle_posted(self, item: Any) -> None:
-        """One item a thread posted: by default a finished effect's `(reply_to, outcome)`."""
+        """One item a thread posted: by default a finished effect's `(session actor, done)`."""
         reply_to, done = item
         self.cancels.pop((done.session_id, done.started), None)
         self.send(reply_to, done)

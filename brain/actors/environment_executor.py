@@ -1,7 +1,7 @@
 """The EnvironmentExecutor actor: performs Environment operations already journaled.
 
 One per actor system, created at boot. Setup, detach and teardown of a session's Environments
-run here in threads through `brain.environments`, never inside the session actor; the outcome
+run here in threads through `brain.environments`, never inside the session actor; the EffectDone
 goes back to the session, which commits it before it answers its client. Never retried. A
 `host` Environment's op goes to the HostDispatcher (host_calls.py) with the deadline
 BRAIN_HOST_ENVIRONMENT_SECS, so a create, end or delete never waits for ever on a missing host.
@@ -9,16 +9,14 @@ BRAIN_HOST_ENVIRONMENT_SECS, so a create, end or delete never waits for ever on 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Any
 
 from brain.actors.host_calls import HostCallingExecutor
-from brain.actors.messages import EnvironmentOpDone, RunEnvironmentOp
+from brain.actors.messages import EffectDone, RunEnvironmentOp
+from brain.effects import Outcome
 from brain.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 class EnvironmentExecutor(HostCallingExecutor):
@@ -30,9 +28,9 @@ class EnvironmentExecutor(HostCallingExecutor):
         self.settings = Settings.from_env()
 
     def receiveMsg_RunEnvironmentOp(self, msg: RunEnvironmentOp, sender: Any) -> None:
-        self.start_effect(msg)
+        self.start_effect(msg, sender)
 
-    def run(self, msg: RunEnvironmentOp, cancel: threading.Event) -> EnvironmentOpDone:
+    def run(self, msg: RunEnvironmentOp, cancel: threading.Event) -> EffectDone:
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op
 
         root = self.settings.environments_path / msg.session_id / msg.environment["name"]
@@ -43,13 +41,7 @@ class EnvironmentExecutor(HostCallingExecutor):
             environment = open_environment(msg.environment, root,
                                            self.host_runner(msg.session_id, msg.started))
             result = run_environment_op(environment, msg.op, msg.request, deadline, cancel)
-            return EnvironmentOpDone(msg.session_id, msg.started, result=result)
         except EnvironmentOpError as exc:
-            return EnvironmentOpDone(msg.session_id, msg.started,
-                                     error={"outcome": exc.outcome, "message": exc.message})
-        except Exception as exc:
-            log.exception("environment op %s/%s failed inside Brain", msg.session_id,
-                          msg.started)
-            return EnvironmentOpDone(msg.session_id, msg.started,
-                                     error={"outcome": "unknown",
-                                            "message": f"internal error ({type(exc).__name__})"})
+            return EffectDone(msg.session_id, msg.started, exc.outcome,
+                              error={"message": exc.message})
+        return EffectDone(msg.session_id, msg.started, Outcome.OK, result=result)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from brain.effects import Outcome
+
 REGISTRY_GLOBAL_NAME = "brain.registry"
 MODEL_EXECUTOR_GLOBAL_NAME = "brain.executor.model"
 TOOL_EXECUTOR_GLOBAL_NAME = "brain.executor.tool"
@@ -150,17 +152,35 @@ class CancelGrace(Message):
 
 
 # --- effects -------------------------------------------------------------------------------
+# Run* go session → executor, each only after its `*_started` record is durable; the executor
+# answers the sender with one EffectDone, which the session commits before anyone sees it.
 
 
 @dataclass(frozen=True)
 class RunModelCall(Message):
-    """Session → model executor, sent only after model_call_started is durable."""
-
     session_id: str
     started: int
     model: dict[str, Any]
     request: dict[str, Any]
-    reply_to: Any
+
+
+@dataclass(frozen=True)
+class RunToolCall(Message):
+    session_id: str
+    started: int
+    tool: dict[str, Any]
+    invocation: dict[str, Any]
+    deadline: float | None
+    environments: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunEnvironmentOp(Message):
+    session_id: str
+    started: int
+    environment: dict[str, Any]
+    op: str
+    request: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -170,55 +190,21 @@ class CancelEffect(Message):
 
 
 @dataclass(frozen=True)
-class ModelCallDone(Message):
-    """Model executor → session: the outcome, to be committed before the Agentloop sees it."""
+class EffectDone(Message):
+    """Executor → session: what the effect `started` came to (brain.effects.Outcome).
+
+    `ok`: `result` is the answer (a model result, a Tool's `{content, is_error}`, an op's
+    result). Any other outcome: `error` is `{message, status?}`; a Tool's `result` is still
+    what the model is told (`{content, is_error: true}`). `events` are the extension Events a
+    Tool asked for, `{kind, data}` each, checked by the session before they are committed.
+    """
 
     session_id: str
     started: int
+    outcome: Outcome
     result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = field(default=None)  # {outcome, message, status?}
-
-
-@dataclass(frozen=True)
-class RunToolCall(Message):
-    """Session → tool executor, sent only after tool_call_started is durable."""
-
-    session_id: str
-    started: int
-    tool: dict[str, Any]
-    invocation: dict[str, Any]
-    deadline: float | None
-    environments: list[dict[str, Any]]
-    reply_to: Any
-
-
-@dataclass(frozen=True)
-class ToolCallDone(Message):
-    """Tool executor → session: `{content, is_error, outcome, events}`."""
-
-    session_id: str
-    started: int
-    outcome: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class RunEnvironmentOp(Message):
-    """Session → environment executor, sent only after environment_op_started is durable."""
-
-    session_id: str
-    started: int
-    environment: dict[str, Any]
-    op: str
-    request: dict[str, Any]
-    reply_to: Any
-
-
-@dataclass(frozen=True)
-class EnvironmentOpDone(Message):
-    session_id: str
-    started: int
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None  # {outcome, message}
+    error: dict[str, Any] | None = None
+    events: tuple[dict[str, Any], ...] = ()
 
 
 # --- host calls (docs/host-tools.md) -------------------------------------------------------

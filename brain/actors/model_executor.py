@@ -1,24 +1,22 @@
 """The ModelExecutor actor: performs model calls the session actors have already journaled.
 
 One per actor system, created at boot. Each call runs in its own thread, because a provider
-call blocks for seconds; the outcome goes to the session actor, which commits it before the
+call blocks for seconds; the EffectDone goes to the session actor, which commits it before the
 Agentloop sees it. The executor never retries: a call it was sent is attempted exactly once.
 Live text deltas go straight to the web workers (brain/live/), never to the journal.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from typing import Any
 
 from brain.actors.bridge import ExecutorActor
-from brain.actors.messages import ModelCallDone, RunModelCall
+from brain.actors.messages import EffectDone, RunModelCall
+from brain.effects import Outcome
 from brain.live import LivePublisher
 from brain.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 class ModelExecutor(ExecutorActor):
@@ -30,9 +28,9 @@ class ModelExecutor(ExecutorActor):
         self.live = LivePublisher(Settings.from_env().data_path)
 
     def receiveMsg_RunModelCall(self, msg: RunModelCall, sender: Any) -> None:
-        self.start_effect(msg)
+        self.start_effect(msg, sender)
 
-    def run(self, msg: RunModelCall, cancel: threading.Event) -> ModelCallDone:
+    def run(self, msg: RunModelCall, cancel: threading.Event) -> EffectDone:
         from brain.models import ModelCallError, make_provider
 
         def on_delta(text: str) -> None:
@@ -43,13 +41,8 @@ class ModelExecutor(ExecutorActor):
             provider = make_provider(msg.model["name"], msg.model, os.environ)
             result = provider.call(msg.request, on_delta, cancel)
         except ModelCallError as exc:
-            error = {"outcome": exc.outcome, "message": str(exc.message)}
-            if getattr(exc, "status", None) is not None:
+            error: dict[str, Any] = {"message": exc.message}
+            if exc.status is not None:
                 error["status"] = exc.status
-            return ModelCallDone(msg.session_id, msg.started, error=error)
-        except Exception as exc:
-            log.exception("model call %s/%s failed inside Brain", msg.session_id, msg.started)
-            return ModelCallDone(msg.session_id, msg.started,
-                                 error={"outcome": "unknown",
-                                        "message": f"internal error ({type(exc).__name__})"})
-        return ModelCallDone(msg.session_id, msg.started, result=result)
+            return EffectDone(msg.session_id, msg.started, exc.outcome, error=error)
+        return EffectDone(msg.session_id, msg.started, Outcome.OK, result=result)

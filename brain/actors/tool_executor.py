@@ -1,22 +1,20 @@
 """The ToolExecutor actor: performs Tool calls the session actors have already journaled.
 
 One per actor system, created at boot. Each call runs in its own thread through `brain.tools`,
-which never retries; the outcome goes back to the session actor, which commits it before the
+which never retries; the EffectDone goes back to the session actor, which commits it before the
 Agentloop sees it. Environment-routed Tools reach the session's local Environment directory, or
 the host serving a `host` Environment; `host` Tools go to the HostDispatcher (host_calls.py).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
 
 from brain.actors.host_calls import HostCallingExecutor
-from brain.actors.messages import RunToolCall, ToolCallDone
+from brain.actors.messages import EffectDone, RunToolCall
+from brain.effects import Outcome
 from brain.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 class ToolExecutor(HostCallingExecutor):
@@ -28,9 +26,9 @@ class ToolExecutor(HostCallingExecutor):
         self.settings = Settings.from_env()
 
     def receiveMsg_RunToolCall(self, msg: RunToolCall, sender: Any) -> None:
-        self.start_effect(msg)
+        self.start_effect(msg, sender)
 
-    def run(self, msg: RunToolCall, cancel: threading.Event) -> ToolCallDone:
+    def run(self, msg: RunToolCall, cancel: threading.Event) -> EffectDone:
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op
         from brain.tools import run_tool
 
@@ -46,13 +44,13 @@ class ToolExecutor(HostCallingExecutor):
             return run_environment_op(open_environment(spec, root, host_runner), op, request,
                                       deadline, cancel_event)
 
-        try:
-            outcome = run_tool(msg.tool, msg.invocation, session_id=msg.session_id,
-                               sequence=msg.started, deadline=msg.deadline, cancel=cancel,
-                               environment_runner=environment_runner,
-                               host_runner=host_runner).to_dict()
-        except Exception as exc:
-            log.exception("tool call %s/%s failed inside Brain", msg.session_id, msg.started)
-            outcome = {"content": f"internal error ({type(exc).__name__})", "is_error": True,
-                       "outcome": "unknown", "events": []}
-        return ToolCallDone(msg.session_id, msg.started, outcome)
+        done = run_tool(msg.tool, msg.invocation, session_id=msg.session_id,
+                        sequence=msg.started, deadline=msg.deadline, cancel=cancel,
+                        environment_runner=environment_runner, host_runner=host_runner).to_dict()
+        result = {"content": done["content"], "is_error": done["is_error"]}
+        error = None
+        if done["outcome"] != Outcome.OK:
+            content = done["content"]
+            error = {"message": content if isinstance(content, str) else "the Tool call failed"}
+        return EffectDone(msg.session_id, msg.started, Outcome(done["outcome"]), result=result,
+                          error=error, events=tuple(done["events"]))

@@ -1,7 +1,7 @@
-"""The Agentloop platform: run Wasm Agentloops (docs/agentloop.md) against Brain's host calls.
+"""The Agentloop platform: run Wasm Agentloops (docs/agentloop.md) against Brain's guest calls.
 
     rt = AgentloopRuntime(memory_limit_bytes=256 << 20, max_payload_bytes=8 << 20)
-    result = rt.activate(path, payload, host_call, deadline)
+    result = rt.activate(path, payload, guest_call, deadline)
 
 `DEFAULT_AGENTLOOP` is the shipped default loop, built from agentloops/default/.
 """

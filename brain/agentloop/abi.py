@@ -1,7 +1,7 @@
 """The byte-level ABI shared by the host and every guest (docs/agentloop.md).
 
 Payloads are UTF-8 JSON; an i64 return value packs `(ptr << 32) | len`. Kept apart from the
-runtime so both directions (activation, host calls) encode and check the same way.
+runtime so both directions (activation, guest calls) encode and check the same way.
 """
 
 from __future__ import annotations

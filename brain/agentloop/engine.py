@@ -29,14 +29,14 @@ from contextlib import contextmanager
 
 import wasmtime
 
-from brain.agentloop.hostcall import brain_call
+from brain.agentloop.guestcall import brain_call
 from brain.agentloop.modules import ModuleCache
 
 TICK_SECS = 0.01
 # Far enough away to never fire, small enough that epoch + ticks cannot overflow a u64.
 NO_DEADLINE_TICKS = 1 << 40
 # The most ticks `advance_to` will burn through: an hour of ticks, about 0.4 s of work. A store
-# armed further away (no turn deadline) is stopped at its next host call instead.
+# armed further away (no turn deadline) is stopped at its next guest call instead.
 MAX_ADVANCE_TICKS = int(3600 / TICK_SECS)
 
 
@@ -112,7 +112,7 @@ class ProcessEngine:
         """Epoch ticks from now until `deadline` (a time.monotonic() value), rounded up.
 
         The ticker's phase is unknown, so one extra tick makes the guest stop at or after the
-        deadline, never before it; the overall deadline is still checked in every host call.
+        deadline, never before it; the overall deadline is still checked in every guest call.
         """
         if deadline is None:
             return NO_DEADLINE_TICKS

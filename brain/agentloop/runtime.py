@@ -3,7 +3,7 @@
 Each activation gets a fresh Store and Instance (nothing a guest keeps in globals or memory
 survives to the next one; state goes through kv and the transcript), a memory limit, and a
 deadline enforced two ways: epoch interruption stops a guest computing on its own, and every
-host call checks the overall deadline, because re-arming the epoch per host call alone never
+guest call checks the overall deadline, because re-arming the epoch per guest call alone never
 stops a guest that keeps calling the host (stack hazard 7).
 """
 
@@ -19,7 +19,7 @@ import wasmtime
 from brain.agentloop import abi
 from brain.agentloop.engine import current_engine
 from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
-from brain.agentloop.hostcall import Activation, HostCall, StopActivation, current
+from brain.agentloop.guestcall import Activation, GuestCallHandler, StopActivation, current
 from brain.agentloop.memory import GuestMemory, as_u32
 from brain.agentloop.modules import CompiledModule
 
@@ -79,13 +79,13 @@ class AgentloopRuntime:
         self,
         module_path: str | os.PathLike[str],
         payload: dict[str, Any],
-        host_call: HostCall,
+        guest_call: GuestCallHandler,
         deadline: float | None,
         stopper: ActivationStopper | None = None,
     ) -> dict[str, Any]:
         """Run brain_activate(payload) and return the loop's result.
 
-        `host_call(request) -> result` serves each brain.call on this thread. If it raises
+        `guest_call(request) -> result` serves each brain.call on this thread. If it raises
         AgentloopError the activation ends with that error; any other exception becomes an
         `internal` error result for the guest. `deadline` is a time.monotonic() value or None.
         `stopper`, when given, can cancel the activation from another thread (code `cancelled`).
@@ -108,7 +108,7 @@ class AgentloopRuntime:
         store = wasmtime.Store(process.engine)
         store.set_limits(memory_size=self.memory_limit_bytes)
         activation = Activation(
-            host_call=host_call,
+            guest_call=guest_call,
             store=store,
             max_payload_bytes=self.max_payload_bytes,
             memory_limit_bytes=self.memory_limit_bytes,
@@ -155,8 +155,8 @@ class AgentloopRuntime:
             return loop_error(f"the Agentloop trapped: {exc.message}{self._hint(activation)}")
         if isinstance(exc, wasmtime.WasmtimeError):
             return loop_error(f"the Agentloop could not run: {exc}{self._hint(activation)}")
-        if isinstance(exc, StopActivation):  # another thread's callback exception, see hostcall
-            return loop_error("the Agentloop was stopped by a host call")
+        if isinstance(exc, StopActivation):  # another thread's callback exception, see guestcall
+            return loop_error("the Agentloop was stopped by a guest call")
         return exc
 
     def _hint(self, activation: Activation) -> str:

@@ -11,7 +11,7 @@ from brain.environments.dispatch import (
     open_environment,
     run_environment_op,
 )
-from brain.environments.errors import OP_FAILURES, EnvironmentOpError
+from brain.environments.errors import EnvironmentOpError
 from brain.environments.host import HostEnvironment, HostRunner
 from brain.environments.local import LocalEnvironment
 from brain.environments.process import child_environment
@@ -19,7 +19,6 @@ from brain.environments.process import child_environment
 __all__ = [
     "HOST_ENVIRONMENTS_MESSAGE",
     "OPS",
-    "OP_FAILURES",
     "Deadline",
     "EnvironmentOpError",
     "HostEnvironment",

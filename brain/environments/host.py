@@ -12,7 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from brain.environments.errors import OP_FAILURES, EnvironmentOpError
+from brain.effects import FAILURES, EffectFailed
+from brain.environments.errors import EnvironmentOpError
 
 HostRunner = Callable[[str, str, str | None, Any, float | None, threading.Event], dict[str, Any]]
 """`(kind, name, op, payload, deadline, cancel) -> answer`: one call performed by a host.
@@ -20,7 +21,7 @@ HostRunner = Callable[[str, str, str | None, Any, float | None, threading.Event]
 `kind` is "tool" (payload: the Tool input; op None) or "environment" (payload: the op's
 request). The answer is the host's, normalized: `{content, is_error, events, outcome}` for a
 Tool, `{result}` or `{error: {message, outcome}}` for an op. When there is no usable answer it
-raises an error carrying the contract's `.outcome` and a `.message`."""
+raises an EffectFailed (brain.effects) carrying what Brain knows."""
 
 
 class HostEnvironment:
@@ -37,15 +38,14 @@ class HostEnvironment:
         """One op, sent once: its result, or EnvironmentOpError with what Brain knows."""
         try:
             answer = self.runner("environment", self.name, op, request, deadline, cancel)
-        except Exception as exc:
-            outcome, message = getattr(exc, "outcome", None), getattr(exc, "message", None)
-            if outcome in OP_FAILURES and isinstance(message, str):
-                raise EnvironmentOpError(outcome, message) from None
+        except EffectFailed as exc:
+            raise EnvironmentOpError(exc.outcome, exc.message) from None
+        except Exception:
             raise EnvironmentOpError("unknown", f"{op} on the host ended abnormally") from None
         error = answer.get("error") if isinstance(answer, dict) else None
         if isinstance(error, dict):
             outcome = error.get("outcome", "error")
-            raise EnvironmentOpError(outcome if outcome in OP_FAILURES else "unknown",
+            raise EnvironmentOpError(outcome if outcome in FAILURES else "unknown",
                                      str(error.get("message", "")))
         result = answer.get("result") if isinstance(answer, dict) else None
         if not isinstance(result, dict):

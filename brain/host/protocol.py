@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from brain.environments.errors import OP_FAILURES
+from brain.effects import FAILURES, EffectFailed
 from brain.tools.outcome import EventShapeError, check_events
 
 MAX_WAIT_SECS = 30
@@ -25,13 +25,8 @@ TOOL_ANSWER_FIELDS = frozenset({"content", "is_error", "events", "outcome"})
 TOOL_ANSWER_OUTCOMES = ("ok", "cancelled")
 
 
-class HostCallFailed(Exception):
+class HostCallFailed(EffectFailed):
     """No usable host answer: `outcome` is what Brain knows (error, cancelled, timeout, unknown)."""
-
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
 
 
 class AnswerShapeError(ValueError):
@@ -87,6 +82,6 @@ def check_environment_answer(body: Any) -> dict[str, Any]:
     if unknown:
         raise AnswerShapeError(f"unknown field in error: {sorted(unknown)[0]}")
     outcome = error.get("outcome", "error")
-    if outcome not in OP_FAILURES:
-        raise AnswerShapeError(f"error.outcome must be one of {', '.join(OP_FAILURES)}")
+    if outcome not in FAILURES:
+        raise AnswerShapeError(f"error.outcome must be one of {', '.join(FAILURES)}")
     return {"error": {"message": error["message"], "outcome": outcome}}

@@ -9,7 +9,7 @@ disagree. Bump FOLD_VERSION whenever the fold changes: older checkpoints then co
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -137,85 +137,131 @@ class ProjectionBuilder:
         if seq != v["last_seq"] + 1:
             raise InvalidRecord(f"record {seq} does not follow {v['last_seq']}")
         kind = record["kind"]
+        folder = _FOLDERS.get(kind)
+        if folder is None:
+            # Every kind the session writes is in the table; anything else is a bug or a
+            # journal from elsewhere, never a record to skip without a word.
+            raise InvalidRecord(f"record {seq}: unknown kind {kind!r}")
         v["last_seq"] = seq
         v["updated_at"] = record["at"]
-        public = kind in PUBLIC_RECORDS or kind == "extension_event"
-
-        if not self._content and kind in ("transcript_changed", "kv_put", "kv_delete"):
+        if kind in _CONTENT_KINDS and not self._content:
             return self
-        if kind == "transcript_changed":
-            start, items, length = _delta(record)
-            if start > len(v["transcript"]):
-                raise InvalidRecord(
-                    f"record {seq}: transcript delta starts at {start}, "
-                    f"past the saved length {len(v['transcript'])}"
-                )
-            public = start < len(v["transcript"])
-            transcript = self._own("transcript")
-            del transcript[start:]
-            transcript.extend(items)
-        elif kind == "kv_put":
-            self._own("kv")[record["key"]] = record.get("value")
-        elif kind == "kv_delete":
-            self._own("kv").pop(record["key"], None)
-        elif kind == "session_created":
-            config = record.get("config") or {}
-            v["config"] = config
-            v["created_at"] = record["at"]
-            v["seeded"] = record.get("seeded", 0)
-            v["status"] = "creating" if config.get("environments") else "idle"
-        elif kind == "turn_started":
-            v["open_turn"] = seq
-            v["turn"] = {"sequence": seq, "status": "running"}
-            if v["status"] not in SETTLED_STATUSES:
-                v["status"] = "running"
-        elif kind in ("turn_ended", "turn_failed"):
-            started = record.get("started")
-            if v["open_turn"] == started:
-                v["open_turn"] = None
-            turn: dict[str, Any] = {
-                "sequence": started,
-                "status": "ended" if kind == "turn_ended" else "failed",
-            }
-            if kind == "turn_failed":
-                turn["error"] = record.get("error")
-            v["turn"] = turn
-            if v["status"] == "running":
-                v["status"] = "idle"
-        elif kind in EFFECT_STARTS:
-            self._own("unfinished_effects")[seq] = kind
-            if kind == "activation_started":
-                v["open_activation"] = seq
-            elif kind == "environment_op_started" and record.get("op") == "setup":
-                v["pending_setups"] = (*v["pending_setups"], seq)
-        elif kind in EFFECT_TERMINALS:
-            started = record.get("started")
-            if started in v["unfinished_effects"]:
-                self._own("unfinished_effects").pop(started)
-            if kind.startswith("activation_") and v["open_activation"] == started:
-                v["open_activation"] = None
-            if started in v["pending_setups"]:
-                v["pending_setups"] = tuple(s for s in v["pending_setups"] if s != started)
-                if kind == "environment_op_ended":
-                    v["setups_done"] += 1
-                    environments = (v["config"] or {}).get("environments") or []
-                    if (
-                        v["status"] == "creating"
-                        and not v["pending_setups"]
-                        and v["setups_done"] >= len(environments)
-                    ):
-                        v["status"] = "idle"
-        elif kind == "session_ending":
-            if v["status"] not in SETTLED_STATUSES:
-                v["status"] = "ending"
-        elif kind == "session_ended":
-            v["status"] = "ended"
-        elif kind == "session_failed":
-            v["status"] = "failed"
-            v["failure"] = record.get("error")
+        public = folder(self, v, record)
+        if public is None:
+            public = kind in _PUBLIC_KINDS
         if public:
             v["public_events"] += 1
         return self
+
+    # --- one folder per kind (the table is _FOLDERS below) ------------------------------------
+    # Each changes the values in place and returns None, or whether a `transcript_changed`
+    # record is public (it is when it replaces saved items).
+
+    def _transcript_changed(self, v: dict[str, Any], record: dict[str, Any]) -> bool:
+        start, items, length = _delta(record)
+        if start > len(v["transcript"]):
+            raise InvalidRecord(
+                f"record {record['seq']}: transcript delta starts at {start}, "
+                f"past the saved length {len(v['transcript'])}"
+            )
+        public = start < len(v["transcript"])
+        transcript = self._own("transcript")
+        del transcript[start:]
+        transcript.extend(items)
+        return public
+
+    def _kv_put(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        self._own("kv")[record["key"]] = record.get("value")
+
+    def _kv_delete(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        self._own("kv").pop(record["key"], None)
+
+    def _session_created(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        config = record.get("config") or {}
+        v["config"] = config
+        v["created_at"] = record["at"]
+        v["seeded"] = record.get("seeded", 0)
+        v["status"] = "creating" if config.get("environments") else "idle"
+
+    def _turn_started(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        seq = record["seq"]
+        v["open_turn"] = seq
+        v["turn"] = {"sequence": seq, "status": "running"}
+        if v["status"] not in SETTLED_STATUSES:
+            v["status"] = "running"
+
+    def _turn_over(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        started = record.get("started")
+        if v["open_turn"] == started:
+            v["open_turn"] = None
+        failed = record["kind"] == "turn_failed"
+        turn: dict[str, Any] = {"sequence": started, "status": "failed" if failed else "ended"}
+        if failed:
+            turn["error"] = record.get("error")
+        v["turn"] = turn
+        if v["status"] == "running":
+            v["status"] = "idle"
+
+    def _effect_started(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        seq, kind = record["seq"], record["kind"]
+        self._own("unfinished_effects")[seq] = kind
+        if kind == "activation_started":
+            v["open_activation"] = seq
+        elif kind == "environment_op_started" and record.get("op") == "setup":
+            v["pending_setups"] = (*v["pending_setups"], seq)
+
+    def _effect_over(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        started, kind = record.get("started"), record["kind"]
+        if started in v["unfinished_effects"]:
+            self._own("unfinished_effects").pop(started)
+        if kind.startswith("activation_") and v["open_activation"] == started:
+            v["open_activation"] = None
+        if started in v["pending_setups"]:
+            v["pending_setups"] = tuple(s for s in v["pending_setups"] if s != started)
+            if kind == "environment_op_ended":
+                v["setups_done"] += 1
+                environments = (v["config"] or {}).get("environments") or []
+                if (
+                    v["status"] == "creating"
+                    and not v["pending_setups"]
+                    and v["setups_done"] >= len(environments)
+                ):
+                    v["status"] = "idle"
+
+    def _session_ending(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        if v["status"] not in SETTLED_STATUSES:
+            v["status"] = "ending"
+
+    def _session_ended(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        v["status"] = "ended"
+
+    def _session_failed(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        v["status"] = "failed"
+        v["failure"] = record.get("error")
+
+    def _no_change(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        """A record that changes nothing but `last_seq`, `updated_at` and the Event count."""
+
+
+_CONTENT_KINDS = frozenset({"transcript_changed", "kv_put", "kv_delete"})
+_FOLDERS: dict[str, Callable[[ProjectionBuilder, dict[str, Any], dict[str, Any]], bool | None]] = {
+    "transcript_changed": ProjectionBuilder._transcript_changed,
+    "kv_put": ProjectionBuilder._kv_put,
+    "kv_delete": ProjectionBuilder._kv_delete,
+    "session_created": ProjectionBuilder._session_created,
+    "turn_started": ProjectionBuilder._turn_started,
+    "turn_ended": ProjectionBuilder._turn_over,
+    "turn_failed": ProjectionBuilder._turn_over,
+    **{kind: ProjectionBuilder._effect_started for kind in EFFECT_STARTS},
+    **{kind: ProjectionBuilder._effect_over for kind in EFFECT_TERMINALS},
+    "session_ending": ProjectionBuilder._session_ending,
+    "session_ended": ProjectionBuilder._session_ended,
+    "session_failed": ProjectionBuilder._session_failed,
+    "cancel_requested": ProjectionBuilder._no_change,
+    "extension_event": ProjectionBuilder._no_change,
+}
+"""How each record kind changes a projection: one entry per name in RECORD_NAMES."""
+_PUBLIC_KINDS = PUBLIC_RECORDS | {"extension_event"}
 
 
 def _delta(record: dict[str, Any]) -> tuple[int, list[Any], int]:

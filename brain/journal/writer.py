@@ -3,12 +3,12 @@
 One writer per journal (an exclusive `flock` on the journal directory enforces it). `append`
 turns a list of records into one batch: one `write` and one `fdatasync`, the last frame flagged
 as the end of the batch, so a batch is either wholly committed or, after a crash, wholly
-dropped. A failed write or fdatasync poisons the writer (see `WriterBroken`).
+dropped. A failed write or fdatasync poisons the writer (see `WriterBroken`). How it opens a
+journal (lock, recovery, the CRC pass of `verify`) is in opening.py.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import time
@@ -23,15 +23,11 @@ from brain.journal.checkpoint import (
     INDEX_STRIDE,
     Checkpoint,
     SeekPoint,
-    load_valid_checkpoint,
-    wants_seek_point,
     write_checkpoint,
 )
 from brain.journal.errors import (
-    CorruptJournal,
     InvalidRecord,
     JournalError,
-    JournalLocked,
     WriterBroken,
 )
 from brain.journal.frames import (
@@ -42,15 +38,12 @@ from brain.journal.frames import (
     encode_segment_header,
     record_encoder,
 )
-from brain.journal.history import SegmentDigest, digest_segments, history_mismatch
-from brain.journal.projection import Projection, ProjectionBuilder
+from brain.journal.history import SegmentDigest
+from brain.journal.opening import JournalOpening
+from brain.journal.projection import Projection
 from brain.journal.segments import (
-    TEMP_SUFFIX,
-    JournalScan,
-    Torn,
     create_segment,
     fsync_dir,
-    list_segments,
     segment_name,
 )
 
@@ -68,7 +61,7 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class JournalWriter:
+class JournalWriter(JournalOpening):
     """Appends batches of records to one journal directory. Create it with `open`.
 
     Not thread-safe: one thread (the session actor's) appends; readers use `SessionReader`.
@@ -132,170 +125,16 @@ class JournalWriter:
         _live_writers.add(self)
         return self
 
-    def _lock(self) -> None:
-        fd = os.open(self.journal_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise JournalLocked(f"{self.journal_dir} is open in another writer") from None
-        self._lock_fd = fd
-
-    def _recover(self) -> None:
-        for name in os.listdir(self.journal_dir):
-            if name.endswith(".seg" + TEMP_SUFFIX):  # a segment whose creation never finished
-                log.warning("journal %s: removing unfinished segment %s", self.journal_dir, name)
-                os.unlink(self.journal_dir / name)
-        if self._checkpoint_path is not None:
-            for stale in self._checkpoint_path.parent.glob(self._checkpoint_path.name + ".tmp.*"):
-                stale.unlink(missing_ok=True)  # a checkpoint write that never finished
-        segments = list_segments(self.journal_dir)
-        start = None
-        rebuild: ProjectionBuilder | None = None
-        verified: tuple[SegmentDigest, ...] = ()
-        distrusted = False  # a checkpoint whose covered history failed the CRC pass
-        if self._checkpoint_path is not None and segments:
-            cp, start, why = load_valid_checkpoint(
-                self.journal_dir, self._checkpoint_path, with_projection=False
-            )
-            if cp is not None and start is not None:
-                mismatch = history_mismatch(segments, cp.history, cp.segment, start.offset)
-                if mismatch is not None:
-                    # Damage in the covered history, or a stale checkpoint: reading every
-                    # frame tells which (and where), and the fold rebuilds the checkpoint.
-                    cp, start, why, distrusted = None, None, f"unverified ({mismatch})", True
-            if cp is not None and start is not None:
-                verified = cp.history
-                self._index = [p for p in cp.index if p.seq < start.seq]
-                self._transcript_length = start.transcript_length
-                self._last_frame = (cp.segment, cp.offset, cp.crc)
-                self._last_at = cp.at
-            else:
-                log.info(
-                    "journal %s: checkpoint %s; rebuilding it from the journal",
-                    self.journal_dir,
-                    why,
-                )
-                rebuild = ProjectionBuilder()
-        scan = JournalScan(self.journal_dir, start.cursor if start else None, segments=segments)
-        try:
-            self._replay(scan, rebuild)
-        except CorruptJournal as exc:
-            if distrusted:
-                self._drop_checkpoint(exc)
-            raise
-        if scan.torn is not None:
-            self._truncate(scan.torn)
-        if not segments:
-            create_segment(self.journal_dir, 1)
-            segments = list_segments(self.journal_dir)
-        final = segments[-1]
-        self._open_segment(final.first_seq, final.path)
-        # A writer that died before its fdatasync may have left a batch that only the page
-        # cache holds. Make what recovery accepted durable before anything is built on it.
-        os.fdatasync(self._fd)
-        if (
-            scan.end is not None
-            and scan.end.segment == final.first_seq
-            and scan.end.offset != self._size
-        ):
-            raise JournalError(
-                f"{final.path}: size {self._size} after recovery, expected {scan.end.offset}"
-            )
-        digests = digest_segments(segments, verified)  # reads only what the pass did not
-        if digests[-1].length != self._size:
-            raise JournalError(f"{final.path}: size changed during recovery")
-        self._history, self._segment_crc = digests[:-1], digests[-1].crc
-        if rebuild is not None and self.last_seq > 0:
-            self.write_checkpoint(rebuild.build())
-
-    def _replay(self, scan: JournalScan, rebuild: ProjectionBuilder | None) -> None:
-        """Read the frames recovery reads: the seek index, the last frame and time, and (when
-        the checkpoint is being rebuilt) the fold of every record."""
-        length = self._transcript_length
-        for frame in scan:
-            record = frame.record
-            if wants_seek_point(frame.seq, frame.offset, SEGMENT_HEADER_SIZE):
-                self._index.append(SeekPoint(frame.seq, frame.segment, frame.offset, length))
-            if record["kind"] == "transcript_changed":
-                length = record["length"]
-            if rebuild is not None:
-                try:
-                    rebuild.apply(record)
-                except InvalidRecord as exc:
-                    path = self.journal_dir / segment_name(frame.segment)
-                    raise CorruptJournal(path, frame.offset, frame.seq, str(exc)) from None
-            self._last_frame = (frame.segment, frame.offset, frame.header.payload_crc)
-            self._last_at = record["at"]
-        self._transcript_length = length
-        self.last_seq = scan.last_seq
-
-    def verify(self) -> None:
-        """Check, for a writer kept open between commands, that the journal still holds the
-        bytes it verified and wrote: the same CRC pass as an open, over every segment, against
-        the checksums this writer keeps. On a mismatch every frame is read to name the damage
-        (`CorruptJournal`, and the checkpoint over it is removed, as an open does).
-        """
-        segments = list_segments(self.journal_dir)
-        mine = [*self._history, SegmentDigest(self._segment, self._size, self._segment_crc)]
-        mismatch = history_mismatch(segments, mine, self._segment, self._size)
-        if mismatch is None:
-            return
-        try:
-            for _frame in JournalScan(self.journal_dir, decode=False, segments=segments):
-                pass
-        except CorruptJournal as exc:
-            if self._checkpoint_path is not None:
-                self._drop_checkpoint(exc)
-            raise
-        raise JournalError(f"{self.journal_dir} changed under its writer ({mismatch})")
-
-    def _drop_checkpoint(self, damage: CorruptJournal) -> None:
-        """Remove a checkpoint whose covered history is refused. It is a cache of history that
-        no longer reads; without it every reader replays from the start and meets the damage,
-        so the session reads as damaged everywhere, as the writer found it."""
-        assert self._checkpoint_path is not None
-        log.warning(
-            "journal %s: removing checkpoint %s, which covers refused history (%s)",
-            self.journal_dir,
-            self._checkpoint_path,
-            damage,
-        )
-        self._checkpoint_path.unlink(missing_ok=True)
-
-    def _truncate(self, torn: Torn) -> None:
-        log.warning(
-            "journal %s: truncating torn write at %s offset %d (sequence %d, %s; "
-            "%d bytes dropped)",
-            self.journal_dir,
-            torn.path.name,
-            torn.offset,
-            torn.seq,
-            torn.reason,
-            torn.size - torn.offset,
-        )
-        fd = os.open(torn.path, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.ftruncate(fd, torn.offset)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _open_segment(self, first_seq: int, path: Path) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = fd
-        self._segment = first_seq
-        self._size = os.fstat(fd).st_size
-
     # --- appending -----------------------------------------------------------------------------
 
-    def append(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def append(
+        self, records: list[dict[str, Any]], *, at: int | None = None
+    ) -> list[dict[str, Any]]:
         """Commit `records` as one batch; return them as committed (with `seq` and `at`).
 
         Durable when this returns: one write and one fdatasync. Either every record of the
-        batch survives a crash or none does.
+        batch survives a crash or none does. `at` (epoch ms) is the batch's time when the
+        caller chose it (never earlier than the last record's); by default, the clock's.
         """
         if self._broken is not None:
             raise WriterBroken(f"{self.journal_dir}: an earlier write failed; reopen the journal")
@@ -303,7 +142,7 @@ class JournalWriter:
             raise JournalError(f"{self.journal_dir}: the writer is closed")
         if not records:
             return []
-        at = max(self._clock(), self._last_at)
+        at = max(self._clock() if at is None else at, self._last_at)
         first = seq = self.last_seq + 1
         length = self._transcript_length
         committed: list[dict[str, Any]] = []

@@ -1,8 +1,8 @@
 """The provider interface every model family implements, and its one error type.
 
 The executor actor runs `Provider.call` in a plain OS thread. A call either returns the complete
-result or raises `ModelCallError`, whose `outcome` is the contract's failure outcome: the
-executor journals it in `model_call_failed` as is. Providers never retry: a model call is an
+result or raises `ModelCallError` (a brain.effects.EffectFailed), whose `outcome` the session
+journals in `model_call_failed` as is. Providers never retry: a model call is an
 effect, sent at most once (docs/models.md, "Outcomes").
 """
 
@@ -15,9 +15,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
+from brain.effects import EffectFailed, Outcome
 from brain.errors import ConfigError
-
-OUTCOMES = ("error", "unknown", "timeout", "cancelled")
 
 Request = dict[str, Any]
 """`{"messages": [contract messages], "tools": [{name, description, input_schema}], "options"}`"""
@@ -28,36 +27,27 @@ Result = dict[str, Any]
 OnDelta = Callable[[str], None]
 
 
-class ModelCallError(Exception):
+class ModelCallError(EffectFailed):
     """A model call that produced no result.
 
-    `outcome` says what Brain knows about the effect: `error` (it definitely did not happen or
-    the provider refused it), `unknown` (it may have happened), `timeout` (a deadline expired
-    after the request was sent), `cancelled` (the caller asked to stop). `message` is short and
-    safe to journal: it never holds headers or the API key.
+    `outcome` (brain.effects) says what Brain knows about the effect: `error` (it definitely
+    did not happen or the provider refused it), `unknown` (it may have happened), `timeout` (a
+    deadline expired after the request was sent), `cancelled` (the caller asked to stop).
+    `message` is short and safe to journal: it never holds headers or the API key. `status` is
+    the provider's HTTP status, when there was one.
     """
 
-    def __init__(self, outcome: str, message: str, status: int | None = None) -> None:
-        if outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, not {outcome!r}")
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
+    def __init__(self, outcome: Outcome | str, message: str, status: int | None = None) -> None:
+        super().__init__(outcome, message)
         self.status = status
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form for `model_call_failed` and for the Agentloop's error answer."""
-        error: dict[str, Any] = {"outcome": self.outcome, "message": self.message}
-        if self.status is not None:
-            error["status"] = self.status
-        return error
 
     def __reduce__(self) -> tuple[Any, ...]:
         # keep all three fields when the error crosses a process boundary (actors pickle)
-        return (type(self), (self.outcome, self.message, self.status))
+        return (type(self), (self.outcome.value, self.message, self.status))
 
     def __repr__(self) -> str:
-        return f"ModelCallError({self.outcome!r}, {self.message!r}, status={self.status!r})"
+        return (f"ModelCallError({self.outcome.value!r}, {self.message!r}, "
+                f"status={self.status!r})")
 
 
 class ProviderSpecError(ConfigError):

@@ -16,8 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from brain.effects import FAILURES
 from brain.models.base import (
-    OUTCOMES,
     ModelCallError,
     OnDelta,
     Provider,
@@ -173,8 +173,8 @@ def _check_step(name: str, index: int, step: Any) -> dict[str, Any]:
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
             raise ProviderSpecError(f"{where}: {key} must be a number >= 0")
     fail = step.get("fail")
-    if fail is not None and not (isinstance(fail, dict) and fail.get("outcome") in OUTCOMES):
-        raise ProviderSpecError(f"{where}: fail needs an outcome in {OUTCOMES}")
+    if fail is not None and not (isinstance(fail, dict) and fail.get("outcome") in FAILURES):
+        raise ProviderSpecError(f"{where}: fail needs an outcome in {[str(o) for o in FAILURES]}")
     if fail is not None and not isinstance(fail.get("status", 0), int | None):
         raise ProviderSpecError(f"{where}: fail.status must be an integer")
     return step

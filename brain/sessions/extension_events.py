@@ -51,8 +51,3 @@ def check_event(kind: Any, data: Any, emitted_so_far: int, budget: int) -> int:
                            f"({budget}) for this turn ({emitted_so_far} used)")
     return size
 
-
-def extension_record(kind: str, data: Any, origin_kind: str, origin_sequence: int) -> dict:
-    """The journal record; origin is assigned here, never taken from the payload."""
-    return {"kind": "extension_event", "name": kind, "data": data,
-            "origin": {"kind": origin_kind, "sequence": origin_sequence}}

@@ -10,38 +10,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from brain.effects import Outcome
+from brain.sessions import records
+from brain.sessions.records import EFFECTS, Record, effect_of
+
 INTERRUPTED = {"code": "interrupted", "message": "the server stopped while this was in flight"}
 
-_TERMINAL_FOR = {
-    "model_call_started": "model_call_failed",
-    "tool_call_started": "tool_call_failed",
-    "environment_op_started": "environment_op_failed",
-}
 
-
-def interrupted_work(projection: Any) -> list[dict[str, Any]]:
+def interrupted_work(projection: Any) -> list[Record]:
     """The records to commit, in order, before the session accepts anything new."""
-    records: list[dict[str, Any]] = []
+    out: list[Record] = []
     for started, started_kind in sorted(projection.unfinished_effects.items()):
-        if started_kind == "activation_started":
-            continue
-        terminal = _TERMINAL_FOR.get(started_kind)
-        if terminal is None:
-            continue
-        record: dict[str, Any] = {"kind": terminal, "started": started,
-                                  "error": dict(INTERRUPTED), "outcome": "unknown"}
-        if terminal == "tool_call_failed":
-            record["result"] = {"content": INTERRUPTED["message"], "is_error": True}
-        records.append(record)
+        effect = effect_of(started_kind)
+        if effect in EFFECTS:  # the activation is closed below, with its turn
+            out.append(records.effect_failed(effect, started, Outcome.UNKNOWN,
+                                             dict(INTERRUPTED)))
     if projection.open_activation is not None:
-        records.append({"kind": "activation_failed", "started": projection.open_activation,
-                        "error": dict(INTERRUPTED)})
+        out.append(records.activation_failed(projection.open_activation, dict(INTERRUPTED)))
     if projection.open_turn is not None:
-        records.append({"kind": "turn_failed", "started": projection.open_turn,
-                        "error": dict(INTERRUPTED)})
+        out.append(records.turn_failed(projection.open_turn, dict(INTERRUPTED)))
     if projection.status == "creating":
-        records.append({"kind": "session_failed",
-                        "error": {"code": "creation", "message": INTERRUPTED["message"]}})
+        out.append(records.session_failed("creation", INTERRUPTED["message"]))
     elif projection.status == "ending":
-        records.append({"kind": "session_ended"})
-    return records
+        out.append(records.session_ended())
+    return out

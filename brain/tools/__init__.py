@@ -5,7 +5,7 @@ docs/tools-and-environments.md for routes, the http wire format and the outcome 
 """
 
 from brain.tools.builtins import BUILTINS
-from brain.tools.outcome import FAILURES, OUTCOMES, EventShapeError, ToolOutcome, check_events
+from brain.tools.outcome import EventShapeError, ToolOutcome, check_events
 from brain.tools.run import (
     HOST_TOOLS_MESSAGE,
     TOOL_ENVIRONMENT_OPS,
@@ -16,9 +16,7 @@ from brain.tools.run import (
 
 __all__ = [
     "BUILTINS",
-    "FAILURES",
     "HOST_TOOLS_MESSAGE",
-    "OUTCOMES",
     "TOOL_ENVIRONMENT_OPS",
     "EnvironmentRunner",
     "EventShapeError",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from brain.effects import EffectFailed
 from brain.environments.deadline import Deadline
 from brain.net.http_exchange import (
     Cause,
@@ -38,13 +39,8 @@ SNIPPET_CHARS = 200
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
-class _Stop(Exception):
+class _Stop(EffectFailed):
     """Leave the exchange with this outcome; raised only inside this module."""
-
-    def __init__(self, outcome: str, message: str) -> None:
-        super().__init__(message)
-        self.outcome = outcome
-        self.message = message
 
 
 @dataclass(frozen=True)

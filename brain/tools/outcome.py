@@ -1,9 +1,10 @@
 """The one value every Tool call produces, whatever its route.
 
-The executor journals a `ToolOutcome` as `tool_call_ended` (outcome `ok`) or `tool_call_failed`
-(any other outcome) and hands `{content, is_error, outcome}` to the Agentloop. Keeping the rules
-in the value itself (every failure is an error result; events have the journal's shape) means no
-route can produce a record the journal would have to second-guess.
+The session journals a `ToolOutcome` as `tool_call_ended` (outcome `ok`) or `tool_call_failed`
+(any other outcome; the words are brain.effects.Outcome) and hands `{content, is_error,
+outcome}` to the Agentloop. Keeping the rules in the value itself (every failure is an error
+result; events have the journal's shape) means no route can produce a record the journal would
+have to second-guess.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-OK = "ok"
-FAILURES = ("error", "cancelled", "timeout", "unknown")
-OUTCOMES = (OK, *FAILURES)
+from brain.effects import Outcome, failure
 
 
 class EventShapeError(ValueError):
@@ -34,36 +33,33 @@ class ToolOutcome:
 
     content: Any
     is_error: bool
-    outcome: str = OK
+    outcome: Outcome = Outcome.OK
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}, not {self.outcome!r}")
+        object.__setattr__(self, "outcome", Outcome(self.outcome))  # ValueError if not one
         if not isinstance(self.is_error, bool):
             raise ValueError("is_error must be a bool")
-        if self.outcome != OK and not self.is_error:
+        if self.outcome is not Outcome.OK and not self.is_error:
             raise ValueError("every failure outcome is an error result")
         object.__setattr__(self, "events", check_events(self.events))
 
     @classmethod
     def ok(cls, content: Any, *, is_error: bool = False, events: Any = ()) -> ToolOutcome:
         """An answer arrived; `is_error` is passed through from whoever answered."""
-        return cls(content=content, is_error=is_error, outcome=OK, events=events)
+        return cls(content=content, is_error=is_error, outcome=Outcome.OK, events=events)
 
     @classmethod
-    def failed(cls, outcome: str, message: str) -> ToolOutcome:
+    def failed(cls, outcome: Outcome | str, message: str) -> ToolOutcome:
         """A failure outcome whose content is a short message for the model."""
-        if outcome not in FAILURES:
-            raise ValueError(f"failure outcome must be one of {FAILURES}, not {outcome!r}")
-        return cls(content=message, is_error=True, outcome=outcome, events=[])
+        return cls(content=message, is_error=True, outcome=failure(outcome), events=[])
 
     def to_dict(self) -> dict[str, Any]:
         """A plain copy for messages and journal records; mutating it cannot alter this value."""
         return {
             "content": copy.deepcopy(self.content),
             "is_error": self.is_error,
-            "outcome": self.outcome,
+            "outcome": self.outcome.value,
             "events": copy.deepcopy(self.events),
         }
 

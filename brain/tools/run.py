@@ -12,15 +12,16 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from brain.effects import EffectFailed
 from brain.environments.deadline import Deadline
 from brain.environments.host import HostRunner
 from brain.tools.builtins import BUILTINS, Call
 from brain.tools.http_route import call_http_tool
-from brain.tools.outcome import FAILURES, ToolOutcome
+from brain.tools.outcome import ToolOutcome
 
 EnvironmentRunner = Callable[[str, str, dict[str, Any], float | None, threading.Event], dict]
-"""`(environment_name, op, request, deadline, cancel) -> result`; raises an error carrying
-`.outcome` and `.message` (brain.environments.EnvironmentOpError) when the op fails."""
+"""`(environment_name, op, request, deadline, cancel) -> result`; raises an EffectFailed
+(brain.environments.EnvironmentOpError) when the op fails."""
 
 TOOL_ENVIRONMENT_OPS = ("exec", "read", "write")
 """Ops a Tool may route to. Lifecycle ops (setup, detach, teardown) belong to the session."""
@@ -116,11 +117,9 @@ def _run_host(
 
 
 def _failure_of(exc: Exception, abnormal: str) -> ToolOutcome:
-    """An error carrying the contract's outcome and a message, or else `unknown`."""
-    outcome = getattr(exc, "outcome", None)
-    message = getattr(exc, "message", None)
-    if outcome in FAILURES and isinstance(message, str):
-        return ToolOutcome.failed(outcome, message)
+    """A reported failure keeps its outcome and message; anything else is `unknown`."""
+    if isinstance(exc, EffectFailed):
+        return ToolOutcome.failed(exc.outcome, exc.message)
     # Not a reported failure but a fault in the runner: the call may already have run.
     return ToolOutcome.failed("unknown", abnormal)
 

@@ -1,8 +1,8 @@
-"""Test guests compiled from WAT, and a fake Brain that answers host calls in-process.
+"""Test guests compiled from WAT, and a fake Brain that answers guest calls in-process.
 
 The fake host is the real interface an Agentloop sees: a plain function from request dict to
 result dict. It keeps a transcript, a kv store and scripted model replies, and records every
-request so tests can check the exact sequence of host calls.
+request so tests can check the exact sequence of guest calls.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def tool_call(call_id: str, name: str, input: Any) -> dict[str, Any]:
 
 
 class FakeBrain:
-    """Answers host calls like Brain's session actor would, from scripted replies.
+    """Answers guest calls like Brain's session actor would, from scripted replies.
 
     `replies` are the model's messages in order (or error results); `tool` computes a tool
     result from (name, input).

@@ -1,7 +1,7 @@
 """Cancelling a running activation from another thread, as the session actor does on cancel.
 
 The guests are real Wasm modules: `spin` computes forever without calling the host,
-`call_forever` calls the host in a loop, `relay` makes one host call.
+`call_forever` calls the host in a loop, `relay` makes one guest call.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_a_computing_guest_stops_at_once_when_cancelled(
     assert outcome["finished"] - cancelled_at < 2.0  # not the 60 s deadline
 
 
-def test_a_guest_calling_the_host_stops_at_its_next_host_call(
+def test_a_guest_calling_the_host_stops_at_its_next_guest_call(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
     brain = FakeBrain()
@@ -71,7 +71,7 @@ def test_a_guest_calling_the_host_stops_at_its_next_host_call(
     assert outcome["error"].code == "cancelled"
     calls_at_stop = len(brain.requests)
     time.sleep(0.1)
-    assert len(brain.requests) == calls_at_stop  # no host call after the stop
+    assert len(brain.requests) == calls_at_stop  # no guest call after the stop
 
 
 def test_a_stop_before_the_activation_starts_refuses_it(
@@ -92,7 +92,7 @@ def test_a_stop_before_the_activation_starts_refuses_it(
     assert brain.requests == []
 
 
-def test_a_stop_during_a_host_call_ends_the_activation_when_the_call_returns(
+def test_a_stop_during_a_guest_call_ends_the_activation_when_the_call_returns(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
     stopper = ActivationStopper()
@@ -136,7 +136,7 @@ def test_without_a_turn_deadline_a_guest_calling_the_host_still_stops_on_cancel(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
     """With no turn deadline the store is armed too far away to advance to (docs/agentloop.md:
-    a guest computing without host calls then runs on); host calls still see the stop."""
+    a guest computing without guest calls then runs on); guest calls still see the stop."""
     stopper = ActivationStopper()
     brain = FakeBrain()
     thread, outcome = run_in_thread(

@@ -40,7 +40,7 @@ def expect_error(code: str, fn, *args, **kwargs) -> str:
     return info.value.message
 
 
-# --- host calls through the relay guest ---------------------------------------------------
+# --- guest calls through the relay guest ---------------------------------------------------
 
 
 def test_relay_round_trip(runtime: AgentloopRuntime, tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_relay_round_trip(runtime: AgentloopRuntime, tmp_path: Path) -> None:
     assert brain.requests == [{"op": "kv.read", "key": "k"}]
 
 
-def test_host_call_that_raises_gives_internal_error(
+def test_guest_call_that_raises_gives_internal_error(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
     def host(request: dict) -> dict:
@@ -67,7 +67,7 @@ def test_host_call_that_raises_gives_internal_error(
     assert "secret" not in error["message"]
 
 
-def test_host_call_returning_non_json_gives_internal_error(
+def test_guest_call_returning_non_json_gives_internal_error(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
     result = activate(
@@ -76,7 +76,7 @@ def test_host_call_returning_non_json_gives_internal_error(
     assert result["output"]["error"]["code"] == "internal"
 
 
-def test_host_call_may_end_the_activation(runtime: AgentloopRuntime, tmp_path: Path) -> None:
+def test_guest_call_may_end_the_activation(runtime: AgentloopRuntime, tmp_path: Path) -> None:
     def host(request: dict) -> dict:
         raise AgentloopError("turn_timeout", "cancelled by the host")
 
@@ -159,7 +159,7 @@ def test_infinite_loop_stops_at_the_deadline(runtime: AgentloopRuntime, tmp_path
     assert 0.3 <= elapsed < 2.0
 
 
-def test_host_call_loop_stops_at_the_overall_deadline(
+def test_guest_call_loop_stops_at_the_overall_deadline(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
     brain = FakeBrain()
@@ -175,7 +175,7 @@ def test_host_call_loop_stops_at_the_overall_deadline(
     )
     assert 0.3 <= time.monotonic() - start < 2.0
     assert len(brain.requests) > 10  # it really was looping through the host
-    assert "host call" in message
+    assert "guest call" in message
 
 
 def test_slow_host_call_past_the_deadline_times_out(
@@ -199,7 +199,7 @@ def test_slow_host_call_past_the_deadline_times_out(
 def test_slow_host_call_within_the_deadline_rearms_the_epoch(
     runtime: AgentloopRuntime, tmp_path: Path
 ) -> None:
-    """Epochs count time spent in the host; a long host call must not kill the guest after."""
+    """Epochs count time spent in the host; a long guest call must not kill the guest after."""
 
     def slow(request: dict) -> dict:
         time.sleep(0.25)
@@ -414,9 +414,9 @@ def test_corrupt_disk_cache_falls_back_to_compiling(tmp_path: Path) -> None:
 # --- threads ---------------------------------------------------------------------------------
 
 
-def test_concurrent_activations_keep_their_own_host_calls(tmp_path: Path) -> None:
-    """Threads activating at once (some failing inside host calls) never see each other's
-    host calls or failures."""
+def test_concurrent_activations_keep_their_own_guest_calls(tmp_path: Path) -> None:
+    """Threads activating at once (some failing inside guest calls) never see each other's
+    guest calls or failures."""
     runtime = AgentloopRuntime()
     relay = compile_guest("relay", tmp_path)
     bad = compile_guest("call_pointer", tmp_path, ptr=-1, len=8)
@@ -467,7 +467,7 @@ def test_runtimes_share_one_engine_and_ignore_foreign_engines(tmp_path: Path) ->
         assert result == {"status": "completed", "output": {}}
 
 
-def test_host_call_from_a_start_function(runtime: AgentloopRuntime, tmp_path: Path) -> None:
+def test_guest_call_from_a_start_function(runtime: AgentloopRuntime, tmp_path: Path) -> None:
     brain = FakeBrain()
     message = expect_error(
         "agentloop_error", activate, runtime, compile_guest("start_calls_host", tmp_path), {}, brain

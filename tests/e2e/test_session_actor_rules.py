@@ -51,7 +51,7 @@ def test_cancel_stops_an_agentloop_computing_on_its_own(
     sender.start()
     wait_for(lambda: any(e["kind"] == "activation_started" for e in server.events(sid)),
              timeout=20, what="the activation to start")
-    time.sleep(0.3)  # the guest is computing now, making no host calls
+    time.sleep(0.3)  # the guest is computing now, making no guest calls
     cancelled_at = time.monotonic()
     receipt = server.request("POST", f"/v1/sessions/{sid}/cancel")
     assert receipt.status_code == 202

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from brain.effects import Outcome
 from brain.environments import (
     HOST_ENVIRONMENTS_MESSAGE,
     EnvironmentOpError,
@@ -110,7 +112,11 @@ def test_unexpected_fault_is_unknown_except_for_read(tmp_path, monkeypatch):
 def test_error_outcomes_are_validated():
     with pytest.raises(ValueError):
         EnvironmentOpError("ok", "x")
-    assert EnvironmentOpError("timeout", "t").to_dict() == {"outcome": "timeout", "message": "t"}
+    with pytest.raises(ValueError):
+        EnvironmentOpError("maybe", "x")
+    error = EnvironmentOpError("timeout", "t")
+    assert (error.outcome, error.message) == (Outcome.TIMEOUT, "t")
+    assert pickle.loads(pickle.dumps(error)).outcome is Outcome.TIMEOUT
 
 
 def test_open_environment(tmp_path: Path):

@@ -402,3 +402,13 @@ def test_a_forked_child_cannot_use_or_hold_the_parents_writer(tmp_path: Path) ->
     assert os.waitstatus_to_exitcode(status) == 0
     writer.close()
     open_writer(tmp_path).close()  # the lock went with the parent's close
+
+
+def test_the_fold_has_one_entry_per_record_name_and_refuses_any_other_kind() -> None:
+    """The fold dispatches on kind by a table: a kind outside it is an error, never skipped."""
+    from brain.journal import RECORD_NAMES, InvalidRecord, empty_projection, fold
+    from brain.journal.projection import _FOLDERS
+
+    assert set(_FOLDERS) == RECORD_NAMES
+    with pytest.raises(InvalidRecord, match="unknown kind 'model_call_retried'"):
+        fold(empty_projection(), {"seq": 1, "at": 0, "kind": "model_call_retried"})

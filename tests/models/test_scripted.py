@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from brain.effects import EffectFailed, Outcome
 from brain.models import ModelCallError, ProviderSpecError, make_provider
 
 from .helpers import cancel_after
@@ -225,7 +226,8 @@ def test_model_call_error_rejects_unknown_outcomes_and_serialises():
     with pytest.raises(ValueError):
         ModelCallError("maybe", "x")
     err = ModelCallError("error", "HTTP 429: slow down", status=429)
-    assert err.to_dict() == {"outcome": "error", "message": "HTTP 429: slow down", "status": 429}
+    assert (err.outcome, err.message, err.status) == ("error", "HTTP 429: slow down", 429)
+    assert isinstance(err, EffectFailed) and err.outcome is Outcome.ERROR
     assert str(err) == "HTTP 429: slow down"
 
 

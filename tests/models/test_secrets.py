@@ -74,7 +74,8 @@ def test_key_appears_nowhere_after_many_failures(caplog):
             assert KEY in (sent.get("authorization", "") + sent.get("x-api-key", ""))
         err = info.value
         outcomes.append(err.outcome)
-        seen += [str(err), repr(err), json.dumps(err.to_dict()), *traceback.format_exception(err)]
+        fields = {"outcome": err.outcome, "message": err.message, "status": err.status}
+        seen += [str(err), repr(err), json.dumps(fields), *traceback.format_exception(err)]
         seen += [repr(provider), repr(vars(provider)), repr(pickle.dumps(provider))]
     provider = openai_provider(f"http://127.0.0.1:{refused_port()}")
     with pytest.raises(ModelCallError) as info:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from brain.effects import EffectFailed
 from brain.environments import EnvironmentOpError, LocalEnvironment, run_environment_op
 from brain.tools import HOST_TOOLS_MESSAGE, ToolOutcome, run_tool
 
@@ -130,7 +131,13 @@ def host(runner, value: object = None, **kwargs) -> ToolOutcome:
                     session_id="s", sequence=1, host_runner=runner, **kwargs)
 
 
-class Failed(Exception):
+class Failed(EffectFailed):
+    """What a runner raises for a call it reports as failed (HostCallFailed, in Brain)."""
+
+
+class LooksFailed(Exception):
+    """Has `outcome` and `message` attributes but is no EffectFailed: a fault, not a report."""
+
     def __init__(self, outcome: str, message: str) -> None:
         super().__init__(message)
         self.outcome, self.message = outcome, message
@@ -173,6 +180,7 @@ def test_host_route_outcomes():
         assert_failed(result, outcome)
         assert result.content == f"it was {outcome}"
     assert_failed(host(raising(RuntimeError("bug"))), "unknown")
+    assert_failed(host(raising(LooksFailed("error", "duck-typed"))), "unknown")
     assert_failed(host(answering({"is_error": False})), "unknown")  # no content: malformed
     ran = []
     cancel = threading.Event()

@@ -5,8 +5,8 @@
 What an activation costs Brain beyond the work itself: a fresh Store and Instance, copying the
 payload in, one brain.call round trip (request out, host function, result in) and the result
 out. The baseline does the same JSON encoding and decoding with a plain Python function call,
-so the ratio is the price of isolation. Also shown: the same guest with no host call, and the
-shipped default loop answering one text turn (four host calls).
+so the ratio is the price of isolation. Also shown: the same guest with no guest call, and the
+shipped default loop answering one text turn (four guest calls).
 """
 
 from __future__ import annotations
@@ -59,14 +59,14 @@ PAYLOAD = {
 RESULT = {"status": "completed", "output": "pong"}
 
 
-def host_call(request: dict[str, Any]) -> dict[str, Any]:
+def guest_call(request: dict[str, Any]) -> dict[str, Any]:
     return RESULT
 
 
 def baseline() -> dict[str, Any]:
     """The same JSON work as the relay activation, as plain Python calls."""
     request = json.loads(json.dumps(PAYLOAD, ensure_ascii=False, separators=(",", ":")))
-    result = host_call(request)
+    result = guest_call(request)
     return check_result(json.loads(json.dumps(result, separators=(",", ":"))))
 
 
@@ -115,8 +115,8 @@ def main() -> None:
         relay.write_bytes(wasmtime.wat2wasm(RELAY_WAT))
         constant = Path(tmp) / "constant.wasm"
         constant.write_bytes(wasmtime.wat2wasm(CONSTANT_WAT))
-        assert runtime.activate(relay, PAYLOAD, host_call, None) == RESULT
-        assert runtime.activate(constant, PAYLOAD, host_call, None) == RESULT
+        assert runtime.activate(relay, PAYLOAD, guest_call, None) == RESULT
+        assert runtime.activate(constant, PAYLOAD, guest_call, None) == RESULT
         assert baseline() == RESULT
 
         n = args.iterations
@@ -124,17 +124,17 @@ def main() -> None:
         rows = [
             ("baseline: Python call, same JSON work", base),
             (
-                "activation, one host call",
+                "activation, one guest call",
                 measure(
-                    lambda: runtime.activate(relay, PAYLOAD, host_call, time.monotonic() + 60), n
+                    lambda: runtime.activate(relay, PAYLOAD, guest_call, time.monotonic() + 60), n
                 ),
             ),
             (
-                "activation, no host call",
-                measure(lambda: runtime.activate(constant, PAYLOAD, host_call, None), n),
+                "activation, no guest call",
+                measure(lambda: runtime.activate(constant, PAYLOAD, guest_call, None), n),
             ),
             (
-                "default loop, one text turn (4 host calls)",
+                "default loop, one text turn (4 guest calls)",
                 measure(
                     lambda: runtime.activate(DEFAULT_AGENTLOOP, PAYLOAD, ScriptedTurn(), None),
                     max(1, n // 4),

@@ -1,5 +1,5 @@
 ;; Calls the host in a loop forever: each call re-arms the epoch deadline, so only the overall
-;; deadline checked in every host call can stop it (stack hazard 7, docs/architecture.md).
+;; deadline checked in every guest call can stop it (stack hazard 7, docs/architecture.md).
 (module
 {{ALLOC}}
   (data (i32.const 1024) "{\"op\":\"telemetry.record\",\"name\":\"tick\"}")

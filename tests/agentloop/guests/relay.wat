@@ -1,5 +1,5 @@
 ;; Sends the activation payload itself as the host-call request and completes with the host's
-;; result as output: lets a test drive any host call from Python.
+;; result as output: lets a test drive any guest call from Python.
 (module
 {{ALLOC}}
 {{WRAP}}

@@ -1,4 +1,8 @@
-"""`brain.call`: how a running guest reaches the host, one request at a time.
+"""`brain.call`: how a running guest reaches Brain, one request at a time: a *guest call*.
+
+(Brain says "guest call" for the Wasm side and "host call" only for the Tool calls and
+Environment ops a client process serves, brain/host/. The ABI's import names, which committed
+modules link against, are unchanged.)
 
 The host function is defined once per Engine on a Linker (so instantiation is cheap), which
 means it cannot close over an activation. The activation running on this thread is found
@@ -31,7 +35,7 @@ from brain.agentloop.memory import GuestMemory, as_u32, check_range
 
 log = logging.getLogger(__name__)
 
-HostCall = Callable[[dict[str, Any]], dict[str, Any]]
+GuestCallHandler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class StopActivation(Exception):
@@ -40,9 +44,9 @@ class StopActivation(Exception):
 
 @dataclass
 class Activation:
-    """Everything one activation's host calls need, and the first reason it must stop."""
+    """Everything one activation's guest calls need, and the first reason it must stop."""
 
-    host_call: HostCall
+    guest_call: GuestCallHandler
     store: wasmtime.Store
     max_payload_bytes: int
     memory_limit_bytes: int
@@ -71,9 +75,9 @@ class Activation:
 
     def cancel(self) -> None:
         """From any thread: stop this activation now. A guest computing on its own traps at
-        once (its armed epoch is advanced to); a guest in a host call stops when the call
+        once (its armed epoch is advanced to); a guest in a guest call stops when the call
         returns. With no turn deadline the store is armed too far away to advance to, and
-        the guest stops at its next host call."""
+        the guest stops at its next guest call."""
         with self._arming:
             self.cancelled = True
             armed = self.armed_epoch
@@ -120,7 +124,7 @@ class Activation:
     def serve(self, caller: Any, ptr: int, length: int) -> int:
         """One brain.call: read the request, ask the host, hand the result back."""
         self.calls += 1
-        self.check_deadline(f"before host call #{self.calls}")
+        self.check_deadline(f"before guest call #{self.calls}")
         if self.memory is None or self.alloc is None:
             raise self.stop(
                 loop_error(
@@ -142,7 +146,7 @@ class Activation:
             )
         else:
             op, result = self._answer(view.read(ptr, length, "brain.call: request"))
-        self.check_deadline(f"during host call #{self.calls} ({op})")
+        self.check_deadline(f"during guest call #{self.calls} ({op})")
         data = self._encode_result(op, result)
         self.rearm()  # epochs counted the time spent in the host too
         return abi.pack(self.write_buffer(view, caller, data, f"the result of {op}"), len(data))
@@ -160,14 +164,14 @@ class Activation:
         if not isinstance(op, str) or not op:
             return "?", abi.error_result("invalid_request", "the request has no string `op`")
         try:
-            result = self.host_call(request)
+            result = self.guest_call(request)
         except AgentloopError as exc:
             raise self.stop(exc) from None  # the host chose to end the activation
         except Exception:
-            log.exception("host call %s failed", op)
+            log.exception("guest call %s failed", op)
             return op, abi.error_result("internal", f"the host failed to serve {op}")
         if not isinstance(result, dict):
-            log.error("host call %s returned %s, not a dict", op, type(result).__name__)
+            log.error("guest call %s returned %s, not a dict", op, type(result).__name__)
             return op, abi.error_result("internal", f"the host failed to serve {op}")
         return op, result
 
@@ -175,7 +179,7 @@ class Activation:
         try:
             data = abi.encode(result)
         except (TypeError, ValueError):
-            log.exception("host call %s returned a result that is not JSON", op)
+            log.exception("guest call %s returned a result that is not JSON", op)
             data = abi.encode(abi.error_result("internal", f"the host failed to serve {op}"))
         if len(data) > self.max_payload_bytes:
             data = abi.encode(

@@ -1,0 +1,306 @@
+"""The session core: every decision of one session, as a pure function `step(state, input, now)`.
+
+No actor, no disk, no clock: the session actor (brain/actors/session.py) turns each message it
+receives into an input, calls `step`, and carries out the Step it returns (state.py says in which
+order). Here are the commands and the idle rule; a turn's life is in turns.py and the
+Agentloop's guest calls in guest_ops.py. Records are built by brain/sessions/records.py and get
+their `seq` and `at` here, in `Tx.commit`, exactly as the journal will assign them, so the core
+folds them into its projection and decides on what is about to be durable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from brain import errors
+from brain.actors.messages import (
+    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
+    CancelGrace,
+    CancelTurn,
+    CreateSession,
+    DeleteSession,
+    EffectDone,
+    EndSession,
+    IdleTimeout,
+    Recover,
+    ReleaseMe,
+    RunEnvironmentOp,
+    StartTurn,
+    TurnDeadline,
+)
+from brain.effects import Outcome
+from brain.sessions import guest_ops, records, turns
+from brain.sessions.recovery import interrupted_work
+from brain.sessions.state import (
+    ENVIRONMENT_PHASES,
+    REGISTRY,
+    ActivationFinished,
+    Command,
+    Damaged,
+    EnvironmentWork,
+    GuestCall,
+    Opened,
+    Phase,
+    RemoveFiles,
+    Requester,
+    SessionState,
+    Step,
+)
+from brain.sessions.tx import Tx
+
+SETTLED = ("ended", "failed")
+
+
+def step(state: SessionState, event: Any, now_ms: int) -> Step:
+    """What `event` comes to in `state`, at wall-clock time `now_ms` (epoch milliseconds)."""
+    tx = Tx(state, now_ms)
+    was_idle = state.idle
+    _HANDLERS[type(event)](tx, event)
+    if tx.state.phase is Phase.IDLE and tx.state.waiting_ends:
+        _answer_waiting_ends(tx)  # an end that arrived while work was in flight runs now
+    _idle_rule(tx, was_idle, event)
+    return tx.done()
+
+
+# --- the journal opened or refused ----------------------------------------------------------
+
+
+def _opened(tx: Tx, opened: Opened) -> None:
+    """Restart rule: fail what a crash interrupted, never rerun it."""
+    tx.set(phase=Phase.IDLE, projection=opened.projection, damage=None)
+    interrupted = interrupted_work(opened.projection)
+    if interrupted:
+        tx.commit(*interrupted)
+        tx.checkpoint = True
+
+
+def _damaged(tx: Tx, damaged: Damaged) -> None:
+    """A damaged journal takes no write: closed until it is deleted (or opens clean again)."""
+    tx.set(phase=Phase.CLOSED, projection=None, damage=damaged.message)
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def _command(tx: Tx, command: Command) -> None:
+    tx.set(handled=tx.state.handled + 1)
+    delivered = command.delivered
+    who = Requester(delivered.reply_to, delivered.request_id)
+    state = tx.state
+    if command.refused is not None:
+        tx.reply(who, error=command.refused)
+    elif state.phase is Phase.CLOSED and state.damage is not None:
+        if isinstance(delivered.command, DeleteSession):
+            # A damaged journal cannot record teardown, and an effect that cannot be
+            # journaled first is never sent: the files go, no Environment op runs.
+            tx.act(_remove_files(tx))
+            tx.reply(who, body={})
+        else:
+            tx.reply(who, error=errors.SessionDamaged(state.damage))
+    elif state.phase is Phase.CLOSED:
+        tx.reply(who, error=errors.Internal("the session's journal is not open"))
+    elif state.projection.config is None and not isinstance(delivered.command, CreateSession):
+        # A journal with no session_created (a create that crashed before its first commit)
+        # holds no session: nothing may be written to it but a creation.
+        tx.reply(who, error=errors.NotFound("no such session"))
+    else:
+        _COMMANDS[type(delivered.command)](tx, who, command)
+
+
+def _create(tx: Tx, who: Requester, command: Command) -> None:
+    if tx.state.projection.last_seq:
+        tx.reply(who, error=errors.InvalidRequest("session already exists"))
+        return
+    create: CreateSession = command.delivered.command
+    transcript = create.transcript
+    batch = [records.session_created(create.config, len(transcript))]
+    if transcript:
+        batch.append(records.transcript_changed(
+            {"start": 0, "items": transcript, "length": len(transcript)}))
+    tx.commit(*batch)
+    if not _begin_environments(tx, "setup", who):
+        _finish_create(tx, who, ())
+
+
+def _finish_create(tx: Tx, who: Requester, failures: tuple[str, ...]) -> None:
+    if failures:
+        tx.commit(records.session_failed("creation", "; ".join(failures)))
+    tx.checkpoint = True
+    tx.reply(who, body=tx.view())
+
+
+def _end(tx: Tx, who: Requester, command: Command | None = None) -> None:
+    state = tx.state
+    if state.projection.status in SETTLED:
+        tx.reply(who, body=tx.view())
+        return
+    if not state.idle:
+        tx.set(waiting_ends=(*state.waiting_ends, who))  # answered when the work is over
+        return
+    tx.commit(records.session_ending())  # before detach: no command gets in now
+    if not _begin_environments(tx, "detach", who):
+        _finish_end(tx, who, ())
+
+
+def _finish_end(tx: Tx, who: Requester, failures: tuple[str, ...]) -> None:
+    # A failed detach is recorded and does not prevent the session from ending.
+    tx.commit(records.session_ended())
+    tx.checkpoint = True
+    tx.reply(who, body=tx.view())
+
+
+def _answer_waiting_ends(tx: Tx) -> None:
+    waiting = tx.state.waiting_ends
+    tx.set(waiting_ends=())
+    for who in waiting:
+        _end(tx, who)
+
+
+def _delete(tx: Tx, who: Requester, command: Command) -> None:
+    state = tx.state
+    if state.projection.status not in SETTLED:
+        tx.reply(who, error=errors.SessionActive("end the session before deleting it"))
+    elif state.environments is not None:
+        tx.reply(who, error=errors.SessionBusy("an Environment operation is in flight"))
+    elif not _begin_environments(tx, "teardown", who, only=command.set_up):
+        _finish_delete(tx, who, ())
+
+
+def _finish_delete(tx: Tx, who: Requester, failures: tuple[str, ...]) -> None:
+    if failures:
+        # The session and its Environment record remain; no automatic retry.
+        tx.checkpoint = True
+        tx.reply(who, error=errors.TeardownFailed(
+            f"Environment teardown failed ({'; '.join(failures)}); "
+            "retry with a new Idempotency-Key"))
+        return
+    tx.act(_remove_files(tx))
+    tx.reply(who, body={})
+
+
+def _remove_files(tx: Tx) -> RemoveFiles:
+    tx.set(phase=Phase.CLOSED, projection=None, damage=None)
+    return RemoveFiles()
+
+
+def _recover(tx: Tx, who: Requester, command: Command) -> None:
+    tx.reply(who, body=tx.view())  # the open before this recorded the interrupted work
+
+
+def _start_turn(tx: Tx, who: Requester, command: Command) -> None:
+    turns.start(tx, who, command.delivered.command)
+
+
+def _cancel_turn(tx: Tx, who: Requester, command: Command) -> None:
+    turns.cancel(tx, who)
+
+
+_COMMANDS = {
+    CreateSession: _create,
+    StartTurn: _start_turn,
+    CancelTurn: _cancel_turn,
+    EndSession: _end,
+    DeleteSession: _delete,
+    Recover: _recover,
+}
+
+
+# --- Environment phases ---------------------------------------------------------------------
+
+
+def _begin_environments(tx: Tx, op: str, who: Requester, only: frozenset[str] | None = None
+                        ) -> bool:
+    """Journal `op` for every Environment (or those in `only`), then send them; False when
+    there are none."""
+    environments = [env for env in tx.state.projection.config.get("environments", [])
+                    if only is None or env["name"] in only]
+    if not environments:
+        return False
+    started = tx.commit(*(records.environment_op_started(env["name"], op, {})
+                          for env in environments))
+    tx.set(phase=ENVIRONMENT_PHASES[op],
+           environments=EnvironmentWork(op, who, frozenset(r["seq"] for r in started)))
+    for record, environment in zip(started, environments, strict=True):
+        tx.send(ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
+                RunEnvironmentOp(tx.state.session_id, record["seq"], environment, op, {}))
+    return True
+
+
+def _effect_done(tx: Tx, done: EffectDone) -> None:
+    work = tx.state.environments
+    if work is not None and done.started in work.waiting:
+        _environment_done(tx, work, done)
+    elif tx.state.turn is not None and done.started in tx.state.turn.pending:
+        turns.effect_done(tx, done)
+    else:
+        tx.notes.append(f"an outcome nothing waits for any more: {done.started}")
+
+
+def _environment_done(tx: Tx, work: EnvironmentWork, done: EffectDone) -> None:
+    failures = work.failures
+    if done.outcome is Outcome.OK:
+        tx.commit(records.effect_ended("environment_op", done.started, done.result or {}))
+    else:
+        message = (done.error or {}).get("message", "")
+        tx.commit(records.effect_failed("environment_op", done.started, done.outcome,
+                                        {"message": message}))
+        failures = (*failures, f"{work.op} failed: {message}")
+    waiting = work.waiting - {done.started}
+    if waiting:
+        tx.set(environments=replace(work, waiting=waiting, failures=failures))
+        return
+    tx.set(phase=Phase.IDLE, environments=None)
+    _FINISH[work.op](tx, work.requester, failures)
+
+
+_FINISH = {"setup": _finish_create, "detach": _finish_end, "teardown": _finish_delete}
+
+
+# --- timers and the idle rule ---------------------------------------------------------------
+
+
+def _idle_timeout(tx: Tx, timeout: IdleTimeout) -> None:
+    if timeout.generation == tx.state.idle_generation:
+        tx.set(release_wanted=True)
+
+
+def _idle_rule(tx: Tx, was_idle: bool, event: Any) -> None:
+    """Whenever a command was answered (or refused) or work finished, the session's retention
+    starts again (release now, after a TTL, or never); an idle session that may be released
+    asks the registry, which grants it only if no command is on its way."""
+    state = tx.state
+    if not state.idle:
+        return
+    answered = isinstance(event, Command) or not was_idle
+    if answered:
+        _schedule_release(tx)
+        state = tx.state
+    if (answered or isinstance(event, IdleTimeout)) \
+            and (state.release_wanted or state.phase is Phase.CLOSED):
+        tx.send(REGISTRY, ReleaseMe(state.session_id, state.handled))
+
+
+def _schedule_release(tx: Tx) -> None:
+    state = tx.state
+    config = state.projection.config if state.projection is not None else None
+    ttl_ms = (config or {}).get("idle_ttl_ms")
+    if ttl_ms is None:
+        ttl_ms = state.limits.idle_ttl_ms
+    generation = state.idle_generation + 1
+    tx.set(idle_generation=generation, release_wanted=ttl_ms is None)
+    if ttl_ms:  # None: release now; 0: retain indefinitely
+        tx.timer(ttl_ms / 1000.0, IdleTimeout(generation))
+
+
+_HANDLERS: dict[type, Any] = {
+    Opened: _opened,
+    Damaged: _damaged,
+    Command: _command,
+    EffectDone: _effect_done,
+    GuestCall: guest_ops.serve,
+    ActivationFinished: turns.activation_finished,
+    TurnDeadline: turns.deadline,
+    CancelGrace: turns.cancel_grace,
+    IdleTimeout: _idle_timeout,
+}

@@ -1,0 +1,140 @@
+"""Every journal record the session writes, built in one place (docs/journal.md).
+
+The session core, restart recovery and the tests build records only through these functions, so
+a record's shape is decided once: each effect (`model_call`, `tool_call`, `environment_op`,
+`activation`) starts with `<effect>_started` and ends with exactly one of `<effect>_ended`
+(outcome `ok`) or `<effect>_failed` (any other outcome, with `error: {message, ...}`). A Tool's
+terminal record also keeps `result`, what the model was told. Records here have no `seq` and no
+`at`: whoever commits them assigns both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brain.effects import Outcome, failure
+
+Record = dict[str, Any]
+
+EFFECTS = ("model_call", "tool_call", "environment_op")
+"""The effects an executor performs; the Agentloop's activation is the fourth kind of effect."""
+
+
+def effect_of(started_kind: str) -> str:
+    """`tool_call` for `tool_call_started`, and so on."""
+    return started_kind.removesuffix("_started")
+
+
+# --- the session ----------------------------------------------------------------------------
+
+
+def session_created(config: dict[str, Any], seeded: int) -> Record:
+    return {"kind": "session_created", "config": config, "seeded": seeded}
+
+
+def session_ending() -> Record:
+    return {"kind": "session_ending"}
+
+
+def session_ended() -> Record:
+    return {"kind": "session_ended"}
+
+
+def session_failed(code: str, message: str) -> Record:
+    return {"kind": "session_failed", "error": {"code": code, "message": message}}
+
+
+# --- transcript and kv ----------------------------------------------------------------------
+
+
+def transcript_changed(delta: dict[str, Any]) -> Record:
+    """`delta` is `{start, items, length}` (brain.sessions.transcript_diff)."""
+    return {"kind": "transcript_changed", **delta}
+
+
+def kv_put(key: str, value: Any) -> Record:
+    return {"kind": "kv_put", "key": key, "value": value}
+
+
+def kv_delete(key: str) -> Record:
+    return {"kind": "kv_delete", "key": key}
+
+
+def extension_event(name: str, data: Any, origin_kind: str, origin_sequence: int) -> Record:
+    """An extension Event; its origin is assigned here, never taken from the payload."""
+    return {"kind": "extension_event", "name": name, "data": data,
+            "origin": {"kind": origin_kind, "sequence": origin_sequence}}
+
+
+# --- turns and activations ------------------------------------------------------------------
+
+
+def turn_started(input: Any, mode: str) -> Record:
+    return {"kind": "turn_started", "input": input, "mode": mode}
+
+
+def turn_ended(started: int, output: Any) -> Record:
+    return {"kind": "turn_ended", "started": started, "output": output}
+
+
+def turn_failed(started: int, error: dict[str, Any]) -> Record:
+    return {"kind": "turn_failed", "started": started, "error": error}
+
+
+def cancel_requested(turn: int) -> Record:
+    return {"kind": "cancel_requested", "turn": turn}
+
+
+def activation_started(agentloop: str, turn: int) -> Record:
+    return {"kind": "activation_started", "agentloop": agentloop, "turn": turn}
+
+
+def activation_ended(started: int) -> Record:
+    return {"kind": "activation_ended", "started": started}
+
+
+def activation_failed(started: int, error: dict[str, Any]) -> Record:
+    return {"kind": "activation_failed", "started": started, "error": error}
+
+
+# --- effects --------------------------------------------------------------------------------
+
+
+def model_call_started(model: str, message_count: int, context: dict[str, Any],
+                       tools: list[str], options: dict[str, Any]) -> Record:
+    return {"kind": "model_call_started", "model": model, "message_count": message_count,
+            "context": context, "tools": tools, "options": options}
+
+
+def tool_call_started(tool: str, invocation: dict[str, Any], deadline: float | None) -> Record:
+    return {"kind": "tool_call_started", "tool": tool, "invocation": invocation,
+            "deadline": deadline}
+
+
+def environment_op_started(environment: str, op: str, request: dict[str, Any]) -> Record:
+    return {"kind": "environment_op_started", "environment": environment, "op": op,
+            "request": request}
+
+
+def effect_ended(effect: str, started: int, result: Any) -> Record:
+    """The effect `started` answered: outcome `ok`."""
+    return {"kind": f"{effect}_ended", "started": started, "result": result,
+            "outcome": Outcome.OK.value}
+
+
+def effect_failed(effect: str, started: int, outcome: Outcome | str, error: dict[str, Any],
+                  result: dict[str, Any] | None = None) -> Record:
+    """The effect `started` came to a failure outcome. `error` has at least a `message`; a
+    Tool's `result` defaults to that message as an error result for the model."""
+    record: Record = {"kind": f"{effect}_failed", "started": started, "error": error,
+                      "outcome": failure(outcome).value}
+    if effect == "tool_call":
+        record["result"] = result if result is not None \
+            else {"content": error.get("message", ""), "is_error": True}
+    return record
+
+
+def effect_unanswered(effect: str, started: int, message: str) -> Record:
+    """Brain stopped waiting for the effect (its activation ended, or an executor did not
+    confirm a cancellation): it may have happened, so `unknown`."""
+    return effect_failed(effect, started, Outcome.UNKNOWN, {"message": message})

@@ -14,6 +14,8 @@ import os
 
 from thespian.system.transport import IPBase, TCPTransport
 
+from brain.actors.thespian_reuse import patch_idle_socket_reuse
+
 _applied_to: str | None = None
 
 
@@ -34,10 +36,10 @@ def confine_thespian(bind_address: str) -> None:
             self.bindname = (bind_address, port)
 
     IPBase.IPActorAddress.__init__ = confined_init
-    # Thespian 4.0.1 reuses an idle TCP connection for the next message to the same actor; a
-    # message written into a connection the peer is just closing is lost without an error
-    # (measured: the last of a burst of RunToolCall messages vanished in about 1 of 10 turns,
-    # never with reuse off). One connection per message costs ~0.1 ms on loopback.
-    TCPTransport.REUSE_SOCKETS = False
+    # One TCP connection per peer, kept open between messages (Thespian's default), with the
+    # patch that stops a message written into a connection the peer has just closed from being
+    # dropped or stalled for 35 s (brain/actors/thespian_reuse.py).
+    patch_idle_socket_reuse()
+    TCPTransport.REUSE_SOCKETS = True
     IPBase.thisSystem.add_local_addr(bind_address)
     _applied_to = bind_address

@@ -134,6 +134,8 @@ def test_create_send_stream_interrupt_end_delete(server, driver, shots):
     # End, then delete, each after a confirmation.
     confirm_and_click(driver, "#end")
     wait(driver, lambda d: find(d, "#session-status").text == "ended", "the ended badge")
+    assert not find(driver, "#send").is_enabled() and not find(driver, "#end").is_enabled()
+    assert find(driver, "#delete").is_enabled()
     confirm_and_click(driver, "#delete")
     wait(driver, lambda d: finds(d, "#sessions tr"), "the list after the delete")
     assert server.request("GET", f"/v1/sessions/{held}").status_code == 404
@@ -186,4 +188,5 @@ def test_a_damaged_session_is_shown_as_damaged(server, driver, shots):
     driver.get(f"{server.url}/console#/s/{sid}")
     wait(driver, lambda d: find(d, "#damaged").is_displayed() and
          "session_damaged" in find(d, "#damaged").text, "the damage and its error")
+    assert not find(driver, "#send").is_enabled() and find(driver, "#delete").is_enabled()
     screenshot(driver, shots, "console-damaged")

@@ -196,11 +196,20 @@ function sessionView(id) {
     try {
       state.session = await api("GET", base);
       status.replaceChildren(badge(state.session.status));
+      enableFor(state.session.status);
       if (state.session.status === "damaged") showDamaged();
     } catch (err) { if (err.code === "session_damaged") showDamaged(err); else throw err; }
   }
+  // What each status allows: no message or interrupt once a session is over or damaged.
+  function enableFor(current) {
+    const over = ["ended", "failed", "damaged"].includes(current);
+    for (const node of [sendButton, text, mode]) node.disabled = over;
+    document.getElementById("interrupt").disabled = over;
+    document.getElementById("end").disabled = over || current === "ending";
+  }
   function showDamaged(err) {
     status.replaceChildren(badge("damaged"));
+    enableFor("damaged");
     damaged.hidden = false;
     if (err) damaged.textContent = `This session is damaged: ${err}`;
     else if (!damaged.textContent) damaged.textContent = "This session is damaged.";
@@ -223,7 +232,9 @@ function sessionView(id) {
     else if (ev.kind === "turn_started") detail = shortText(d.input);
     else if (ev.kind === "turn_ended") detail = shortText(d.output);
     else if (d.error) detail = `${d.error.code}: ${d.error.message || ""}`;
-    else if (d.result !== undefined) detail = shortText(d.result);
+    else if (ev.kind === "model_call_ended" && d.result && d.result.message) detail = shortText(contentText(d.result.message.content));
+    else if (d.result !== undefined) detail = shortText(d.result && d.result.content !== undefined ? d.result.content : d.result);
+    else if (ev.kind === "model_call_started") detail = d.model || "";
     const failed = /_failed$/.test(ev.kind) || ev.kind === "cancel_requested";
     const row = el("details", { class: `event${failed ? " failed" : ""}`, "data-seq": ev.sequence, "data-kind": ev.kind },
       el("summary", {}, el("span", { class: "seq mono", text: `#${ev.sequence}` }),

@@ -84,7 +84,7 @@ class Follower(threading.Thread):
         elif event.kind in ("tool_call_ended", "tool_call_failed"):
             tool = self.tools.pop(event.data.get("started"), "tool")
             self._line(render.tool_finished_line(event, tool))
-        elif event.kind == "extension_event":
+        elif event.origin is not None:
             self._line(f"  • {render.event_line(event)}")
         elif event.kind == "turn_ended":
             if self.streamed:
@@ -123,6 +123,8 @@ class Conversation:
         self.follower = Follower(session, session.last_sequence or 0, out)
 
     def run(self) -> int:
+        if hasattr(self.out, "reconfigure"):  # a terminal that cannot show ⚙ gets a '?'
+            self.out.reconfigure(errors="replace")
         self.say(f"session {self.session.id} ({self.session.status}); /help for commands")
         self.follower.start()
         try:

@@ -26,7 +26,7 @@ def message_text(content: Any) -> str:
         for block in content:
             if isinstance(block, dict) and isinstance(block.get("text"), str):
                 parts.append(block["text"])
-            elif isinstance(block, dict) and block.get("type") == "tool_use":
+            elif isinstance(block, dict) and block.get("type") in ("tool_call", "tool_use"):
                 parts.append(f"[tool {block.get('name')} {short(block.get('input'))}]")
             elif isinstance(block, dict) and block.get("type") == "tool_result":
                 parts.append(f"[result {short(block.get('content'))}]")
@@ -49,6 +49,8 @@ def event_line(event: Event) -> str:
 
 def event_detail(event: Event) -> str:
     data = event.data
+    if event.origin is not None:  # an extension Event: its kind is its own name
+        return short(data)
     if event.kind == "turn_started":
         return short(data.get("input"))
     if event.kind == "turn_ended":
@@ -59,8 +61,6 @@ def event_detail(event: Event) -> str:
         return f"{data.get('tool')} {short(data.get('invocation', {}).get('input'))}"
     if event.kind == "model_call_started":
         return str(data.get("model", ""))
-    if event.kind == "extension_event":
-        return f"{data.get('name')} {short(data.get('data'))}"
     return ""
 
 

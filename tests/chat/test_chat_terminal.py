@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from brain.client import Brain
 from tests.support.server import BrainServer
 from tests.support.terminal import CTRL_C, Terminal
 from tests.support.waiting import wait_for
@@ -18,6 +19,18 @@ SLOW_MODEL = """
 [models.slow]
 provider = "scripted"
 script = [{text = "done", delay_ms = 1500}]
+
+[models.tooly]
+provider = "scripted"
+script = [{tool_calls = [{name = "echo", input = {word = "sun"}}]}, {text = "It is sunny."}]
+
+[models.noting]
+provider = "scripted"
+script = [{tool_calls = [{name = "note", input = {topic = "rain"}}]}, {text = "noted"}]
+
+[tools.note]
+route = "host"
+description = "Served by the test process; its answer carries an extension Event."
 
 [models.chunky]
 provider = "scripted"
@@ -155,3 +168,38 @@ def test_the_answer_streams_in_as_deltas_arrive(slow_server):
         assert term.wait() == 0
     finally:
         term.close()
+
+
+def test_tool_calls_and_their_outcomes_show_as_they_commit(slow_server):
+    term = chat(slow_server, "--model", "tooly", "--tools", "echo")
+    try:
+        at = term.expect("/help for commands")
+        term.type(b"weather?\n")
+        at = term.expect('⚙ echo {"word": "sun"}', start=at)
+        at = term.expect("✓ echo", start=at)
+        term.expect("It is sunny.", start=at)
+        term.type(b"/quit\n")
+        assert term.wait() == 0
+    finally:
+        term.close()
+
+
+def test_extension_events_show_with_their_origin(slow_server):
+    def note(call):
+        return {"content": "noted", "events": [{"kind": "weather.noted", "data": call.input}]}
+
+    with Brain(slow_server.url, slow_server.token) as brain:
+        host = brain.serve_host(tools={"note": note})
+        term = chat(slow_server, "--model", "noting", "--tools", "note")
+        try:
+            at = term.expect("/help for commands")
+            term.type(b"note the weather\n")
+            at = term.expect("✓ note noted", start=at)
+            at = term.expect('weather.noted (from tool #', start=at)
+            at = term.expect('{"topic": "rain"}', start=at)
+            term.expect("noted\n", start=at)
+            term.type(b"/quit\n")
+            assert term.wait() == 0
+        finally:
+            term.close()
+            host.stop()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from brain.client import Brain
 from tests.console.browser import WAIT_SECS, browser, missing_browser, screenshot
 from tests.e2e.test_http_refusals_and_damage import damage_first_record
 from tests.support.server import BrainServer
@@ -24,6 +25,14 @@ MODELS = """
 [models.slow]
 provider = "scripted"
 script = [{text = "done", delay_ms = 4000}]
+
+[models.noting]
+provider = "scripted"
+script = [{tool_calls = [{name = "note", input = {topic = "rain"}}]}, {text = "noted"}]
+
+[tools.note]
+route = "host"
+description = "Served by the test process; its answer carries an extension Event."
 
 [models.chunky]
 provider = "scripted"
@@ -190,3 +199,21 @@ def test_a_damaged_session_is_shown_as_damaged(server, driver, shots):
          "session_damaged" in find(d, "#damaged").text, "the damage and its error")
     assert not find(driver, "#send").is_enabled() and find(driver, "#delete").is_enabled()
     screenshot(driver, shots, "console-damaged")
+
+
+def test_extension_events_show_their_origin(server, driver):
+    def note(call):
+        return {"content": "noted", "events": [{"kind": "weather.noted", "data": call.input}]}
+
+    with Brain(server.url, server.token) as brain:
+        host = brain.serve_host(tools={"note": note})
+        sid = server.create_session(model="noting", tools=["note"])["id"]
+        assert server.send(sid, "note the weather")["status"] == "ended"
+        host.stop()
+    sign_in(driver, server)
+    driver.get(f"{server.url}/console#/s/{sid}")
+    wait(driver, lambda d: "weather.noted" in event_kinds(d), "the extension Event")
+    started = [e for e in server.events(sid) if e["kind"] == "tool_call_started"][0]["sequence"]
+    row = find(driver, '#events .event.extension[data-kind="weather.noted"]').text
+    assert f"from tool #{started}" in row
+    assert '{"topic":"rain"}' in row

@@ -83,7 +83,7 @@ function contentText(content) {
   if (!Array.isArray(content)) return shortText(content);
   return content.map((block) => {
     if (block && typeof block.text === "string") return block.text;
-    if (block && block.type === "tool_use") return `⚙ ${block.name} ${shortText(block.input)}`;
+    if (block && (block.type === "tool_call" || block.type === "tool_use")) return `⚙ ${block.name} ${shortText(block.input)}`;
     if (block && block.type === "tool_result") return `→ ${shortText(block.content)}`;
     return shortText(block);
   }).join("\n");
@@ -227,7 +227,7 @@ function sessionView(id) {
     const origin = ev.origin ? el("span", { class: "origin", text: `from ${ev.origin.kind} #${ev.origin.sequence}` }) : null;
     const d = ev.data || {};
     let detail = "";
-    if (ev.kind === "extension_event") detail = `${d.name} ${shortText(d.data)}`;
+    if (ev.origin) detail = shortText(d); // an extension Event: its kind is its own name
     else if (ev.kind === "tool_call_started") detail = `${d.tool} ${shortText(d.invocation && d.invocation.input)}`;
     else if (ev.kind === "turn_started") detail = shortText(d.input);
     else if (ev.kind === "turn_ended") detail = shortText(d.output);
@@ -236,7 +236,7 @@ function sessionView(id) {
     else if (d.result !== undefined) detail = shortText(d.result && d.result.content !== undefined ? d.result.content : d.result);
     else if (ev.kind === "model_call_started") detail = d.model || "";
     const failed = /_failed$/.test(ev.kind) || ev.kind === "cancel_requested";
-    const row = el("details", { class: `event${failed ? " failed" : ""}`, "data-seq": ev.sequence, "data-kind": ev.kind },
+    const row = el("details", { class: `event${failed ? " failed" : ""}${ev.origin ? " extension" : ""}`, "data-seq": ev.sequence, "data-kind": ev.kind },
       el("summary", {}, el("span", { class: "seq mono", text: `#${ev.sequence}` }),
         el("span", { class: "kind", text: ev.kind }), origin,
         detail ? el("span", { class: "detail", text: detail }) : null),

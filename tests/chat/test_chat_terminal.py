@@ -203,3 +203,12 @@ def test_extension_events_show_with_their_origin(slow_server):
         finally:
             term.close()
             host.stop()
+
+
+def test_no_token_anywhere_is_one_line_and_exit_2(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    env["BRAIN_DATA_DIR"] = str(tmp_path / "empty")
+    done = subprocess.run([sys.executable, "-m", "brain.cli", "chat"], input="hi\n",
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "no token" in done.stderr

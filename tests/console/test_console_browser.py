@@ -40,6 +40,9 @@ script = [{text = "one two three four five six", stream_chunks = 6, chunk_delay_
 """
 
 
+SIDEWAYS = "return document.documentElement.scrollWidth - window.innerWidth"
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[BrainServer]:
     config = tmp_path / "brain.toml"
@@ -158,11 +161,12 @@ def test_create_send_stream_interrupt_end_delete(server, driver, shots):
     screenshot(driver, shots, "console-error")
 
 
-def test_filter_and_pages(server, driver):
+def test_filter_and_pages(server, driver, shots):
     ids = sorted(server.create_session()["id"] for _ in range(22))
     server.request("POST", f"/v1/sessions/{ids[0]}/end")
     sign_in(driver, server)
     wait(driver, lambda d: len(finds(d, "#sessions tr[data-id]")) == 20, "a full first page")
+    screenshot(driver, shots, "console-list")
     find(driver, "#next-page").click()
     wait(driver, lambda d: len(finds(d, "#sessions tr[data-id]")) == 2, "the second page")
     find(driver, "#status-filter").send_keys("ended")
@@ -175,12 +179,14 @@ def test_phone_width_has_no_sideways_scroll(server, driver, shots):
     server.send(sid, "hello from a phone")
     driver.set_window_size(390, 844)
     sign_in(driver, server)
+    wait(driver, lambda d: finds(d, f'#sessions tr[data-id="{sid}"]'), "the list")
+    assert driver.execute_script(SIDEWAYS) <= 0, "the list is wider than a phone"
+    screenshot(driver, shots, "console-phone-list")
     driver.get(f"{server.url}/console#/s/{sid}")
     wait(driver, lambda d: "hello from a phone" in find(d, "#transcript").text, "the transcript")
     wait(driver, lambda d: len(event_kinds(d)) >= 3, "the Events")
     time.sleep(0.2)  # let layout settle after the last Event row
-    overflow = driver.execute_script(
-        "return document.documentElement.scrollWidth - window.innerWidth")
+    overflow = driver.execute_script(SIDEWAYS)
     assert overflow <= 0, f"the page is {overflow}px wider than a phone"
     screenshot(driver, shots, "console-phone")
 

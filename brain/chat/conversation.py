@@ -48,7 +48,6 @@ class Follower(threading.Thread):
         self.tools: dict[int, str] = {}  # tool_call_started sequence -> tool name
         self.streamed = False  # deltas of the current answer were written
         self.failure: BaseException | None = None
-        self.stopping = threading.Event()
 
     def done_event(self, turn: int) -> threading.Event:
         with self.lock:
@@ -67,15 +66,9 @@ class Follower(threading.Thread):
         except BrainClientError as exc:
             self.failure = exc
             self._write(f"\n[live stream stopped: {exc}]")
-        except Exception:
-            # Closing a stream from another thread mid-read can surface as http.client's own
-            # error rather than ClientClosed; when we are leaving, that is the close itself.
-            if not self.stopping.is_set():
-                raise
 
     def stop(self) -> None:
-        self.stopping.set()
-        self.stream.close()
+        self.stream.close()  # safe from this thread: the follower's loop then ends
 
     def _show(self, event: Event) -> None:
         if event.kind == "tool_call_started":

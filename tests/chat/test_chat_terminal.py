@@ -82,6 +82,7 @@ def test_a_turn_streams_its_answer_and_the_commands_work(brain_server):
         term.type(b"/end\n")
         term.expect(f"session {sid} ended", start=at)
         assert term.wait() == 0
+        assert "Traceback" not in term.text, term.text
     finally:
         term.close()
     assert brain_server.request("GET", f"/v1/sessions/{sid}").json()["status"] == "ended"
@@ -95,6 +96,7 @@ def test_quit_leaves_the_session_open(brain_server):
         term.type(b"/quit\n")
         term.expect(f"left session {sid}")
         assert term.wait() == 0
+        assert "Traceback" not in term.text, term.text
     finally:
         term.close()
     assert brain_server.request("GET", f"/v1/sessions/{sid}").json()["status"] != "ended"
@@ -122,6 +124,7 @@ def test_ctrl_c_interrupts_a_held_turn_and_a_second_one_leaves(slow_server):
         term.type(CTRL_C)
         term.expect(f"left session {sid}", start=at)
         assert term.wait(timeout=15) == 0
+        assert "Traceback" not in term.text, term.text
     finally:
         term.close()
     assert "cancel_requested" in session_events(slow_server, sid)
@@ -166,6 +169,7 @@ def test_the_answer_streams_in_as_deltas_arrive(slow_server):
         term.expect("abcdefgh", start=at - 2)
         term.type(b"/quit\n")
         assert term.wait() == 0
+        assert "Traceback" not in term.text, term.text
     finally:
         term.close()
 
@@ -180,6 +184,7 @@ def test_tool_calls_and_their_outcomes_show_as_they_commit(slow_server):
         term.expect("It is sunny.", start=at)
         term.type(b"/quit\n")
         assert term.wait() == 0
+        assert "Traceback" not in term.text, term.text
     finally:
         term.close()
 
@@ -200,6 +205,7 @@ def test_extension_events_show_with_their_origin(slow_server):
             term.expect("noted\n", start=at)
             term.type(b"/quit\n")
             assert term.wait() == 0
+            assert "Traceback" not in term.text, term.text
         finally:
             term.close()
             host.stop()

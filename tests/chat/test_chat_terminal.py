@@ -218,3 +218,19 @@ def test_no_token_anywhere_is_one_line_and_exit_2(tmp_path):
                           capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "no token" in done.stderr
+
+
+def test_attach_to_a_session_by_id(brain_server):
+    sid = brain_server.create_session()["id"]
+    done = subprocess.run([sys.executable, "-m", "brain.cli", "chat", sid], input="again\n",
+                          capture_output=True, text=True, env=chat_env(brain_server), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "echo: again" and done.stderr == f"session {sid}\n"
+    assert "turn_ended" in session_events(brain_server, sid)
+
+
+def test_attach_to_a_missing_session_is_one_line(brain_server):
+    done = subprocess.run([sys.executable, "-m", "brain.cli", "chat", "nope"], input="hi\n",
+                          capture_output=True, text=True, env=chat_env(brain_server), timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "not_found" in done.stderr, done.stderr

@@ -143,6 +143,16 @@ def test_create_send_stream_interrupt_end_delete(server, driver, shots):
     assert "cancelled" in failed
     assert "cancel_requested" in event_kinds(driver)
 
+    # A held send (the composer waits for its answer) interrupted the same way.
+    find(driver, "#mode").send_keys("send")
+    find(driver, "#message").send_keys("and again")
+    find(driver, "#send").click()
+    wait(driver, lambda d: event_kinds(d).count("model_call_started") == 2, "the second call")
+    assert "waiting" in find(driver, "#turn-result").text
+    confirm_and_click(driver, "#interrupt")
+    wait(driver, lambda d: "failed (cancelled)" in find(d, "#turn-result").text,
+         "the send's cancelled answer")
+
     # End, then delete, each after a confirmation.
     confirm_and_click(driver, "#end")
     wait(driver, lambda d: find(d, "#session-status").text == "ended", "the ended badge")

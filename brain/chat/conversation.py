@@ -127,8 +127,8 @@ class Conversation:
                     self.command(line)
                 elif line.strip():
                     self.turn(line)
-        except Leave:
-            self.say(f"left session {self.session.id}")
+        except (Leave, KeyboardInterrupt):  # Ctrl-C outside a turn (a command waiting) leaves
+            self.say(f"\nleft session {self.session.id}")
             return 0
         finally:
             self.follower.stop()

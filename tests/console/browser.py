@@ -39,6 +39,7 @@ def browser(width: int = 1280, height: int = 900) -> Iterator:
     for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                  "--no-first-run", "--disable-extensions", f"--window-size={width},{height}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(shutil.which(DRIVER)))
     driver.set_page_load_timeout(WAIT_SECS)
     try:
@@ -55,3 +56,9 @@ def screenshot(driver, directory: Path, name: str) -> Path:
     assert path.stat().st_size > 1000
     print(f"screenshot: {path}")
     return path
+
+
+def script_errors(driver) -> list[str]:
+    """Errors the page's JavaScript raised (a 4xx answer's own console line is not one)."""
+    return [entry["message"] for entry in driver.get_log("browser")
+            if entry["level"] == "SEVERE" and "Failed to load resource" not in entry["message"]]

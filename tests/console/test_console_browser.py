@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from brain.client import Brain
-from tests.console.browser import WAIT_SECS, browser, missing_browser, screenshot
+from tests.console.browser import (
+    WAIT_SECS,
+    browser,
+    missing_browser,
+    screenshot,
+    script_errors,
+)
 from tests.e2e.test_http_refusals_and_damage import damage_first_record
 from tests.support.server import BrainServer
 
@@ -169,6 +175,7 @@ def test_create_send_stream_interrupt_end_delete(server, driver, shots):
     wait(driver, lambda d: find(d, "#error").is_displayed(), "the error banner")
     assert "not_found" in find(driver, "#error").text
     screenshot(driver, shots, "console-error")
+    assert script_errors(driver) == []
 
 
 def test_filter_and_pages(server, driver, shots):
@@ -215,6 +222,7 @@ def test_a_damaged_session_is_shown_as_damaged(server, driver, shots):
          "session_damaged" in find(d, "#damaged").text, "the damage and its error")
     assert not find(driver, "#send").is_enabled() and find(driver, "#delete").is_enabled()
     screenshot(driver, shots, "console-damaged")
+    assert script_errors(driver) == []
 
 
 def test_extension_events_show_their_origin(server, driver):

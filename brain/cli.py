@@ -1,10 +1,12 @@
-"""The `brain` command: `serve`, `journal verify|dump`, `settings`."""
+"""The `brain` command: `serve`, `chat`, `journal verify|dump`, `settings`."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+
+from brain.chat.command import add_parser as add_chat_parser
 
 SERVE_DESCRIPTION = """\
 Run Brain on this machine: the Thespian actor system (one session actor per open
@@ -53,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--gunicorn-config", metavar="PATH",
                        help="a gunicorn settings file (start from conf/gunicorn.conf.py); "
                             "default: the settings shipped with Brain")
+    add_chat_parser(sub)
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
     settings.add_argument("--markdown", action="store_true",
@@ -71,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         from brain.supervisor import serve as run_serve
 
         return run_serve(args.gunicorn_config)
+    if args.command == "chat":
+        from brain.chat.command import run as run_chat
+
+        return run_chat(args)
     if args.command == "settings":
         from brain.settings import markdown_table
 

@@ -86,7 +86,13 @@ class EventStream:
                 continue
             try:
                 line = self._conn.readline()
-            except (OSError, ValueError, http.client.HTTPException) as exc:
+            except Exception as exc:
+                if self._closed:
+                    # close() from another thread shut the connection under this read;
+                    # http.client then fails in its own ways (even AttributeError).
+                    raise StopIteration from None
+                if not isinstance(exc, (OSError, ValueError, http.client.HTTPException)):
+                    raise
                 self._drop(exc)
                 continue
             if not line:

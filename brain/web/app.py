@@ -17,6 +17,7 @@ from brain.web.idempotency_middleware import IdempotencyMiddleware
 from brain.web.live_hub import LiveHub
 from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
 from brain.web.openapi import OpenApiResource, openapi_document
+from brain.web.resources.console import ConsoleAssetResource, ConsolePageResource
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
 from brain.web.resources.host import HostCallResource, HostPollResource
@@ -44,6 +45,8 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadyResource(gateway))
     app.add_route("/metrics", MetricsResource(gateway))
+    app.add_route("/console", ConsolePageResource())
+    app.add_route("/console/{asset}", ConsoleAssetResource())
     app.add_route("/v1/sessions", SessionsResource(settings, config, gateway))
     app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway))

@@ -1,4 +1,4 @@
-"""Request ids and bearer authentication, applied to every route but the probes."""
+"""Request ids and bearer authentication, applied to every route but the probes and console."""
 
 from __future__ import annotations
 
@@ -14,6 +14,12 @@ from brain.drain import is_draining
 from brain.web.credentials import session_of_token
 
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
+CONSOLE_PATH = "/console"  # the console's page and files: public, the page asks for the token
+
+
+def is_public(path: str) -> bool:
+    """Whether a path (or a route template) answers without a token."""
+    return path in PUBLIC_PATHS or path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
 
 
 class RequestIdMiddleware:
@@ -48,7 +54,7 @@ class AuthMiddleware:
         self._sessions_root = sessions_root
 
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if req.path in PUBLIC_PATHS:
+        if is_public(req.path):
             return
         header = req.get_header("Authorization") or ""
         scheme, _, token = header.partition(" ")
@@ -68,7 +74,7 @@ class AuthMiddleware:
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any,
                          params: dict[str, Any]) -> None:
         scope = req.context.get("session_scope")
-        if scope is None or req.path in PUBLIC_PATHS:
+        if scope is None or is_public(req.path):
             return
         if getattr(resource, "scopes_itself", False):
             return  # not about one session: the resource narrows what it does to `scope`

@@ -31,7 +31,8 @@ from brain.web.contract import (
     operation_of,
 )
 from brain.web.idempotency import MAX_KEY_LENGTH
-from brain.web.middleware import PUBLIC_PATHS
+from brain.web.middleware import is_public
+from brain.web.resources.console import ASSETS as CONSOLE_ASSETS
 from brain.web.schema import Schema
 
 OPENAPI_VERSION = "3.0.3"
@@ -40,6 +41,8 @@ API_VERSION = "0.1.0"
 PATH_PARAMETERS = {
     "session_id": {"$ref": "#/components/parameters/SessionId"},
     "call_id": {"name": "call_id", "in": "path", "required": True, "schema": {"type": "string"}},
+    "asset": {"name": "asset", "in": "path", "required": True,
+              "schema": {"type": "string", "enum": sorted(CONSOLE_ASSETS)}},
 }
 REQUEST_HEADERS = {  # HTTP name -> (component name, parameter)
     "Idempotency-Key": ("IdempotencyKey", {
@@ -151,7 +154,7 @@ def _operation(declared: Operation, path: str, idempotent: bool,
         **{str(status): _answer(answer, schemas) for status, answer in declared.answers.items()},
         **{str(s): {"$ref": f"#/components/responses/E{s}"} for s in declared.errors},
     }
-    if path in PUBLIC_PATHS:
+    if is_public(path):
         op["security"] = []
     return op
 

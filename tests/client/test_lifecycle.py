@@ -136,6 +136,30 @@ def test_close_wakes_a_blocked_stream(server: BrainServer) -> None:
     assert len(failures) == 1 and isinstance(failures[0], ClientClosed)
 
 
+def test_closing_the_stream_from_another_thread_stops_a_blocked_iteration(
+        server: BrainServer) -> None:
+    """EventStream.close() alone (the client stays open): the reader's loop just ends."""
+    with Brain(server.url, server.token, stream_timeout=20) as client:
+        session = client.create_session()
+        stream = session.follow(1, deltas=True)  # nothing after 1 yet: the reader blocks
+        outcome: list[object] = []
+
+        def read() -> None:
+            try:
+                outcome.append(list(stream))
+            except BaseException as exc:
+                outcome.append(exc)
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        time.sleep(0.3)
+        stream.close()
+        reader.join(timeout=5)
+        assert not reader.is_alive()
+        assert outcome == [[]], outcome
+        assert session.send("still usable").ok
+
+
 def test_with_token_client_survives_the_parents_close(server: BrainServer) -> None:
     with Brain(server.url, server.token) as parent:
         session = parent.create_session()

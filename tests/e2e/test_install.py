@@ -56,7 +56,9 @@ def test_the_wheel_installs_only_the_brain_package(wheel: Path) -> None:
     assert top_level.decode().split() == ["brain"]
     assert {n.split("/")[0] for n in names if not n.startswith("brain-")} == {"brain"}
     for shipped in ("brain/web/gunicorn_conf.py", "brain/defaults.toml",
-                    "brain/agentloop/default.wasm", "brain/journal/cli.py"):
+                    "brain/agentloop/default.wasm", "brain/journal/cli.py",
+                    "brain/web/console/index.html", "brain/web/console/console.js",
+                    "brain/web/console/console.css", "brain/chat/conversation.py"):
         assert shipped in names
 
 
@@ -72,6 +74,8 @@ def test_an_installed_brain_serves_a_turn_from_another_directory(
         answer = server.send(session["id"], "hello")
         assert answer["status"] == "ended" and answer["output"] == "echo: hello", answer
         assert (tmp_path / "data" / "sessions" / session["id"]).is_dir()
+        for path in ("/console", "/console/console.js", "/console/console.css"):
+            assert server.request("GET", path, token=None).status_code == 200, path
     finally:
         server.kill()
     brain = str(Path(installed_python).parent / "brain")

@@ -57,6 +57,7 @@ def test_contract_routes_are_all_documented(app: falcon.App) -> None:
         ("POST", f"{sid}/cancel"), ("POST", f"{sid}/end"), ("POST", f"{sid}/tokens"),
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
         ("POST", "/v1/host/poll"), ("POST", "/v1/host/calls/{call_id}"),
+        ("GET", "/console"), ("GET", "/console/{asset}"),
     }  # fmt: skip
 
 
@@ -107,7 +108,8 @@ def test_error_responses_come_from_the_error_types(app: falcon.App) -> None:
     assert error["enum"] == sorted(BY_CODE)
 
 
-def test_probes_are_public_and_everything_else_needs_the_bearer(app: falcon.App) -> None:
+def test_probes_and_console_are_public_and_everything_else_needs_the_bearer(
+        app: falcon.App) -> None:
     document = openapi_document(app)
     assert document["security"] == [{"bearer": []}]
     for path, item in document["paths"].items():
@@ -115,7 +117,8 @@ def test_probes_are_public_and_everything_else_needs_the_bearer(app: falcon.App)
             if method == "parameters":
                 continue
             public = op.get("security") == []
-            assert public == (path in {"/healthz", "/readyz"}), (method, path)
+            assert public == (path in {"/healthz", "/readyz", "/console", "/console/{asset}"}), \
+                (method, path)
             if not public:
                 assert "401" in op["responses"], (method, path)
 

@@ -1,0 +1,25 @@
+"""`brain chat` runs where only the client is: it imports the standard library, brain.client and
+brain/net/sse.py (the SDK's one dependency inside Brain), and nothing else."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+ALLOWED_BRAIN = ("brain.chat", "brain.client", "brain.net.sse")
+
+
+def test_the_chat_imports_only_the_standard_library_and_the_sdk():
+    code = ("import sys; before = set(sys.modules); "
+            "import brain.chat.command, brain.chat.conversation; "
+            "print(' '.join(sorted(set(sys.modules) - before)))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, timeout=60).stdout.split()
+    assert "brain.chat.conversation" in out
+    top_level = {name.split(".")[0] for name in out}
+    third_party = top_level - set(sys.stdlib_module_names) - {"brain"}
+    assert third_party == set(), third_party
+    outside = [name for name in out if name.startswith("brain") and
+               not any(name == allowed or name.startswith(allowed + ".")
+                       for allowed in ALLOWED_BRAIN) and name not in ("brain", "brain.net")]
+    assert outside == [], outside

@@ -3,6 +3,13 @@
 Each web worker binds one Unix datagram socket in `$BRAIN_DATA_DIR/run/live/`. A publisher
 sends small JSON datagrams to all of them without blocking: a worker whose buffer is full just
 misses a hint and catches up from the journal, so no sender ever waits on a slow reader.
+
+A publisher lives as long as its process (the model executor's, for the whole server), while
+workers come and go: the first worker answers before the others have bound their sockets, and
+gunicorn replaces a worker that dies. So the list of sockets is read again whenever the
+directory changed (one `stat` per message) and at least every second. A list kept for a fixed
+time missed a worker that bound just after a scan: its SSE followers lost that turn's model
+deltas, which are live only and never come back from the journal.
 """
 
 from __future__ import annotations
@@ -33,13 +40,20 @@ class LivePublisher:
         self._sock.setblocking(False)
         self._targets: list[str] = []
         self._scanned_at = 0.0
+        self._dir_changed_at: int | None = None  # the directory's mtime at the last scan
         self._lock = threading.Lock()  # executor threads publish deltas concurrently
 
     def _scan(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now - self._scanned_at < RESCAN_SECS:
+        try:
+            changed_at: int | None = os.stat(self._dir).st_mtime_ns
+        except OSError:
+            changed_at = None
+        if (not force and changed_at == self._dir_changed_at
+                and now - self._scanned_at < RESCAN_SECS):
             return
         self._scanned_at = now
+        self._dir_changed_at = changed_at
         try:
             self._targets = [str(p) for p in self._dir.glob("*.sock")]
         except OSError:

@@ -1,11 +1,14 @@
 """The registry's count of warm session actors: which wait idle, how many sessions each served.
 
 A session actor is a forked process; forking one (and opening the Agentloop runtime in it) costs
-more than a whole text turn. So the registry forks them ahead of need, keeps up to `size` idle,
-hands one to a session as it opens, and takes it back when the session is released, as gunicorn
-keeps its workers. An actor that has served `recycle_after` sessions is not taken back but
-retired, so whatever a long-lived process accumulates (heap fragments, module caches) is bounded.
-This class only counts; the registry does the forks, the sends and the exits.
+more than a whole text turn. So the registry forks them ahead of need, keeps `size` idle, hands
+one to a session as it opens, and takes it back when the session is released, as gunicorn keeps
+its workers. Below `size` idle actors the registry forks more; a returned actor is kept up to
+twice `size` idle, so actors of sessions that were busy at once come back and serve again
+instead of exiting while the pool forks their replacements. An actor that has served
+`recycle_after` sessions is not taken back but retired, so whatever a long-lived process
+accumulates (heap fragments, module caches) is bounded. This class only counts; the registry
+does the forks, the sends and the exits.
 """
 
 from __future__ import annotations
@@ -43,9 +46,9 @@ class SessionActorPool:
 
     def returned(self, actor: PooledActor) -> bool:
         """The actor dropped its session: True if it waits idle again, False if it must exit
-        (served its quota, or the pool is already full)."""
+        (served its quota, or twice `size` wait idle already)."""
         if (self.recycle_after and actor.served >= self.recycle_after) \
-                or len(self.idle) >= self.size:
+                or len(self.idle) >= 2 * self.size:
             return False
         self.idle.append(actor)
         return True

@@ -37,8 +37,8 @@ from brain.settings import Settings
 log = logging.getLogger(__name__)
 
 REFILL_QUIET_SECS = 0.02
-"""A refill fork waits until no command has come in for this long, so it does not sit in front
-of a burst's commands."""
+"""A refill fork waits until no command or release has come in for this long, so it does not
+sit in front of a burst's commands, nor replace an actor that is about to come back."""
 
 
 @dataclass
@@ -122,6 +122,7 @@ class Registry(TracedDispatcher):
                                                 sender, self._services))
 
     def receiveMsg_ReleaseMe(self, msg: ReleaseMe, sender: Any) -> None:
+        self._last_command = time.monotonic()
         slot = self._slots.get(msg.session_id)
         if slot is None or slot.exiting or slot.actor.address != sender \
                 or slot.forwarded != msg.handled:
@@ -130,6 +131,7 @@ class Registry(TracedDispatcher):
         self.send(sender, ReturnToPool())
 
     def receiveMsg_Returned(self, msg: Returned, sender: Any) -> None:
+        self._last_command = time.monotonic()
         slot = self._slots.get(msg.session_id)
         if slot is None or slot.actor.address != sender:
             return

@@ -79,19 +79,21 @@ def test_turns_are_served_by_actors_forked_before_the_request(brain_server: Brai
 
 def test_a_released_actor_keeps_nothing_of_its_session(one_actor: BrainServer) -> None:
     s = one_actor
-    (actor,) = titled(s, POOLED)
-    first = s.create_session(agentloop="counter", environments=["local"])["id"]
+    # Retained for a moment after each turn, so the actor serving it can be seen by its title.
+    first = s.create_session(agentloop="counter", environments=["local"], idle_ttl_ms=1500)["id"]
     for _ in range(3):
         result = s.send(first, "secret of the first session")
     assert result["status"] == "ended" and result["output"].startswith("#3:"), result
+    (actor,) = titled(s, f"brain: session {first}".encode())
     # Released: the same process waits in the pool, titled as such, with no session file open.
-    wait_for(lambda: titled(s, POOLED) == {actor}, timeout=10, what="the actor back in the pool")
+    wait_for(lambda: actor in titled(s, POOLED), timeout=10, what="the actor back in the pool")
     held = [p for p in open_files(actor)
             if p.startswith((str(s.data_dir / "sessions"), str(s.data_dir / "environments")))]
     assert held == []
-    second = s.create_session(agentloop="counter")["id"]
+    # The actor that came back last is the next one handed out.
+    second = s.create_session(agentloop="counter", idle_ttl_ms=0)["id"]
+    assert titled(s, f"brain: session {second}".encode()) == {actor}
     result = s.send(second, "hello")
-    assert titled(s, POOLED) | titled(s, SESSION) == {actor}  # served by that one process
     assert result["status"] == "ended" and result["output"].startswith("#1:"), result  # kv
     transcript = s.request("GET", f"/v1/sessions/{second}/transcript").json()
     assert "secret of the first session" not in json.dumps(transcript)

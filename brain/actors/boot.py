@@ -75,6 +75,7 @@ def preload_for_actors() -> None:
     """
     import brain.actors.session  # noqa: F401
     import brain.agentloop.runtime  # noqa: F401
+    import brain.config  # noqa: F401  (a pooled actor's warm-up reads the configuration)
     import brain.environments  # noqa: F401
     import brain.host  # noqa: F401
     import brain.models  # noqa: F401

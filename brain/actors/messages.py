@@ -149,8 +149,15 @@ class WarmUp(Message):
 
 
 @dataclass(frozen=True)
+class Warmed(Message):
+    """Pooled actor → registry: its warm-up is over (whether or not it loaded everything)."""
+
+
+@dataclass(frozen=True)
 class FillPool(Message):
-    """Boot → registry: fork the pool now, before `ready`; answered with "filled"."""
+    """Boot → registry: fork the pool now, before `ready`; answered with "filled" once every
+    one of those actors has warmed up (a stop right after `ready` then finds none still
+    starting, which made Thespian's shutdown wait its full 10 s)."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from brain.actors.messages import (
     ReturnToPool,
     Services,
     ToSession,
+    Warmed,
     WarmUp,
 )
 from brain.actors.pool import PooledActor, SessionActorPool
@@ -60,6 +61,8 @@ class Registry(TracedDispatcher):
         self._pool = SessionActorPool(settings.session_pool_size, settings.session_actor_sessions)
         self._last_command = 0.0
         self._refill_armed = False
+        self._fill_waiter: Any = None  # who asked for FillPool, until its actors are warm
+        self._warming = 0
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
@@ -95,9 +98,20 @@ class Registry(TracedDispatcher):
 
     def receiveMsg_FillPool(self, msg: FillPool, sender: Any) -> None:
         """Boot fills the pool before it says `ready`, so no request ever waits for these."""
+        self._warming = self._pool.short
         while self._pool.short:
             self._pool.adopt(self._fork())
-        self.send(sender, "filled")
+        self._fill_waiter = sender
+        self._answer_fill()
+
+    def receiveMsg_Warmed(self, msg: Warmed, sender: Any) -> None:
+        self._warming -= 1
+        self._answer_fill()
+
+    def _answer_fill(self) -> None:
+        if self._fill_waiter is not None and self._warming <= 0:
+            self.send(self._fill_waiter, "filled")
+            self._fill_waiter = None
 
     def _arm_refill(self, secs: float = REFILL_QUIET_SECS) -> None:
         if self._pool.short and not self._refill_armed:

@@ -41,6 +41,7 @@ from brain.actors.messages import (
     Reply,
     Returned,
     ReturnToPool,
+    Warmed,
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
@@ -105,7 +106,8 @@ class SessionActor(BridgedActor):
         This process is a fork of the registry, which never made an Engine, so building one
         here is safe (stack hazard 4); the modules come from the compiled cache when present.
         """
-        rename_actor_process(POOLED_ROLE)
+        if self.core is None:  # not already serving a session handed out before this arrived
+            rename_actor_process(POOLED_ROLE)
         try:
             from brain.config import BrainConfig, agentloop_path
 
@@ -114,6 +116,7 @@ class SessionActor(BridgedActor):
                 runtime.prepare(agentloop_path(spec["path"]))
         except Exception:
             log.exception("pooled session actor: warm-up failed (the first turn loads instead)")
+        self.send(sender, Warmed())
 
     def receiveMsg_ReturnToPool(self, msg: ReturnToPool, sender: Any) -> None:
         session_id = self._drop_session()

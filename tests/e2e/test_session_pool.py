@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from tests.support.waiting import wait_for
 
 POOLED = b"brain: pooled session"
 SESSION = b"brain: session"
+TURN_SECS = 4
+SLOW_MODEL_MS = 3000
 
 
 def titled(server: BrainServer, prefix: bytes) -> set[int]:
@@ -126,3 +129,26 @@ def test_a_pooled_actor_that_dies_is_replaced(brain_server: BrainServer) -> None
              timeout=10, what="the pool refilled")
     sid = s.create_session()["id"]
     assert s.send(sid, "after a pooled actor died")["status"] == "ended"
+
+
+def test_a_timer_of_a_released_session_never_reaches_the_next(tmp_path: Path) -> None:
+    """Thespian timers cannot be cancelled: the first session's turn deadline still fires in
+    the actor after it serves the second session, whose turn has the same number."""
+    server = configured(tmp_path, '[models.slow]\nprovider = "scripted"\n'
+                        f'script = [ {{ text = "late", delay_ms = {SLOW_MODEL_MS} }} ]\n',
+                        {"BRAIN_SESSION_POOL_SIZE": "1", "BRAIN_SESSION_ACTOR_SESSIONS": "0",
+                         "BRAIN_MAX_TURN_SECS": str(TURN_SECS)}).start()
+    try:
+        first = server.create_session(idle_ttl_ms=300)["id"]
+        first_turn_at = time.monotonic()
+        assert server.send(first, "quick")["status"] == "ended"  # its deadline timer stays armed
+        (actor,) = titled(server, f"brain: session {first}".encode())
+        wait_for(lambda: actor in titled(server, POOLED), timeout=10, what="the release")
+        time.sleep(max(0.0, first_turn_at + TURN_SECS / 2 - time.monotonic()))
+        second = server.create_session(model="slow", idle_ttl_ms=0)["id"]
+        assert titled(server, f"brain: session {second}".encode()) == {actor}
+        # Its model answers within its own deadline, but after the first turn's would fire.
+        result = server.send(second, "wait for the slow model")
+        assert result["status"] == "ended", result
+    finally:
+        server.kill()

@@ -152,3 +152,17 @@ def test_a_timer_of_a_released_session_never_reaches_the_next(tmp_path: Path) ->
         assert result["status"] == "ended", result
     finally:
         server.kill()
+
+
+def test_without_a_pool_each_open_forks_an_actor_that_exits_on_release(tmp_path: Path) -> None:
+    server = BrainServer(tmp_path / "data", env={"BRAIN_SESSION_POOL_SIZE": "0"}).start()
+    try:
+        assert titled(server, POOLED) == set()
+        sid = server.create_session()["id"]
+        assert server.send(sid, "turn")["status"] == "ended"
+        # The released actor exits: nothing is kept warm.
+        wait_for(lambda: not titled(server, SESSION) | titled(server, POOLED), timeout=10,
+                 what="the actor's exit")
+        assert server.send(sid, "again")["status"] == "ended"
+    finally:
+        server.kill()

@@ -145,7 +145,10 @@ class Returned(Message):
 
 @dataclass(frozen=True)
 class WarmUp(Message):
-    """Registry → a freshly forked pooled actor: load the Agentloop runtime before any session."""
+    """Registry → a freshly forked pooled actor: make the Agentloop runtime and load these
+    module files before any session (the registry reads the configuration once for all)."""
+
+    modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

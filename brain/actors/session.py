@@ -109,11 +109,9 @@ class SessionActor(BridgedActor):
         if self.core is None:  # not already serving a session handed out before this arrived
             rename_actor_process(POOLED_ROLE)
         try:
-            from brain.config import BrainConfig, agentloop_path
-
             runtime = agentloop_runtime(self.settings)
-            for spec in BrainConfig.load(self.settings.config).agentloops.values():
-                runtime.prepare(agentloop_path(spec["path"]))
+            for path in msg.modules:
+                runtime.prepare(path)
         except Exception:
             log.exception("pooled session actor: warm-up failed (the first turn loads instead)")
         self.send(sender, Warmed())

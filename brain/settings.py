@@ -90,6 +90,12 @@ SETTINGS: tuple[Setting, ...] = (
             "fails with `emit_limit`; 0 = no bound"),
     Setting("session_idle_ttl_ms", "BRAIN_SESSION_IDLE_TTL_MS", None, _non_negative_int,
             "server-wide idle TTL; unset = release at once; 0 = retain forever", "unset"),
+    Setting("session_pool_size", "BRAIN_SESSION_POOL_SIZE", 8, _non_negative_int,
+            "idle session actors kept forked and warm, handed to sessions as they open; "
+            "0 = fork one per open"),
+    Setting("session_actor_sessions", "BRAIN_SESSION_ACTOR_SESSIONS", 200, _non_negative_int,
+            "sessions one pooled session actor serves before it exits and a fresh fork takes "
+            "its place; 0 = never recycled"),
     Setting("drain_secs", "BRAIN_DRAIN_SECS", 60, _non_negative_int,
             "how long SIGTERM drain waits for admitted work"),
     Setting("trace", "BRAIN_TRACE", None, _optional_path,
@@ -134,6 +140,8 @@ class Settings:
     host_environment_secs: int
     max_emitted_bytes: int
     session_idle_ttl_ms: int | None
+    session_pool_size: int
+    session_actor_sessions: int
     drain_secs: int
     trace: Path | None
     telemetry_sink: Path | None

@@ -35,6 +35,7 @@ from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     REGISTRY_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
+    FillPool,
     Recover,
     Services,
     ToSession,
@@ -74,6 +75,7 @@ def preload_for_actors() -> None:
     """
     import brain.actors.session  # noqa: F401
     import brain.agentloop.runtime  # noqa: F401
+    import brain.config  # noqa: F401  (a pooled actor's warm-up reads the configuration)
     import brain.environments  # noqa: F401
     import brain.host  # noqa: F401
     import brain.models  # noqa: F401
@@ -118,6 +120,20 @@ def hand_out_services(asys: object, registry: object, services: dict[str, object
     for user in SERVICE_USERS:
         asys.tell(services[user], Services(services))  # type: ignore[attr-defined]
     asys.tell(registry, Services(services))  # type: ignore[attr-defined]
+
+
+POOL_FILL_TIMEOUT_SECS = 60.0
+
+
+def fill_session_pool(asys: object, registry: object) -> None:
+    """Fork the warm session actors before `ready`, so the first requests find them waiting.
+
+    Without an answer in time Brain still starts: the registry forks on demand and refills.
+    """
+    answer = asys.ask(registry, FillPool(), POOL_FILL_TIMEOUT_SECS)  # type: ignore[attr-defined]
+    if answer != "filled":
+        print("brain serve: the session actor pool was not filled in time", file=sys.stderr,
+              flush=True)
 
 
 def actor_capabilities(settings: Settings, port: int) -> dict[str, object]:
@@ -200,6 +216,7 @@ def main() -> int:
     try:
         registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
         hand_out_services(asys, registry, create_singletons(asys))
+        fill_session_pool(asys, registry)
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
         write_run_record(settings, port)

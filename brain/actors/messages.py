@@ -131,6 +131,44 @@ class ReleaseMe(Message):
 
 
 @dataclass(frozen=True)
+class ReturnToPool(Message):
+    """Registry → session actor: release granted; drop the session and come back idle."""
+
+
+@dataclass(frozen=True)
+class Returned(Message):
+    """Session actor → registry: it holds nothing of `session_id` any more (journal closed,
+    state gone, timers of that session void), so another session may have it."""
+
+    session_id: str
+
+
+@dataclass(frozen=True)
+class WarmUp(Message):
+    """Registry → a freshly forked pooled actor: make the Agentloop runtime and load these
+    module files before any session (the registry reads the configuration once for all)."""
+
+    modules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Warmed(Message):
+    """Pooled actor → registry: its warm-up is over (whether or not it loaded everything)."""
+
+
+@dataclass(frozen=True)
+class FillPool(Message):
+    """Boot → registry: fork the pool now, before `ready`; answered with "filled" once every
+    one of those actors has warmed up (a stop right after `ready` then finds none still
+    starting, which made Thespian's shutdown wait its full 10 s)."""
+
+
+@dataclass(frozen=True)
+class RefillPool(Message):
+    """Registry → itself (wakeupAfter payload): fork one pooled actor if still short and quiet."""
+
+
+@dataclass(frozen=True)
 class IdleTimeout(Message):
     """Session → itself (wakeupAfter payload) when a retention interval may have elapsed."""
 

@@ -5,6 +5,11 @@ each message into an input for it, does the I/O the core cannot (open and verify
 commit, send, run the Agentloop's thread, remove files), and carries out each Step in one order,
 in `_carry_out`: the records are committed (one write, one fdatasync) before any message that
 depends on them is sent and before anyone, client or guest, is answered.
+
+The process outlives its sessions: the registry forks it ahead of need into a pool, and when a
+session is released the actor drops everything of it (`_drop_session`) and waits for the next.
+A timer or an executor's answer still on its way for the session it served is recognized by its
+lease (timers) or its session id (answers) and dropped, so nothing of one session reaches another.
 """
 
 from __future__ import annotations
@@ -34,6 +39,10 @@ from brain.actors.messages import (
     EffectDone,
     MetricsReport,
     Reply,
+    Returned,
+    ReturnToPool,
+    Warmed,
+    WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
 from brain.journal import CorruptJournal, JournalError, JournalWriter, SessionReader
@@ -65,21 +74,61 @@ from brain.settings import Settings
 log = logging.getLogger(__name__)
 
 
+POOLED_ROLE = "pooled session"
+
+
 class SessionActor(BridgedActor):
     trace_name = "session"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
-        self.core: SessionState | None = None  # set by the first command, which names the id
+        self.live = LivePublisher(self.settings.data_path)
         self.registry: Any = None
         self.services: dict[str, Any] = {}
         self.writer: JournalWriter | None = None
+        self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
+        self._fresh_session_state()
+
+    def _fresh_session_state(self) -> None:
+        """Everything that belongs to one session, as before its first command."""
+        self.core: SessionState | None = None  # set by the first command, which names the id
         self.guest_calls: dict[int, PendingGuestCall] = {}
         self.next_call_id = 0
         self.stopper: Any = None  # the running activation's ActivationStopper
-        self.live = LivePublisher(self.settings.data_path)
         self.metrics = MetricBatch()
+
+    # --- the pool: warm before any session, and clean after each --------------------------
+
+    def receiveMsg_WarmUp(self, msg: WarmUp, sender: Any) -> None:
+        """Make the Agentloop runtime and load the configured modules now, in the pool.
+
+        This process is a fork of the registry, which never made an Engine, so building one
+        here is safe (stack hazard 4); the modules come from the compiled cache when present.
+        """
+        if self.core is None:  # not already serving a session handed out before this arrived
+            rename_actor_process(POOLED_ROLE)
+        try:
+            runtime = agentloop_runtime(self.settings)
+            for path in msg.modules:
+                runtime.prepare(path)
+        except Exception:
+            log.exception("pooled session actor: warm-up failed (the first turn loads instead)")
+        self.send(sender, Warmed())
+
+    def receiveMsg_ReturnToPool(self, msg: ReturnToPool, sender: Any) -> None:
+        session_id = self._drop_session()
+        self.send(sender, Returned(session_id))
+
+    def _drop_session(self) -> str:
+        """Release: nothing of the session stays resident (reads never need this actor)."""
+        session_id = self.core.session_id if self.core is not None else ""
+        self._flush_metrics()
+        self._close_journal()
+        self._fresh_session_state()
+        self.lease += 1
+        rename_actor_process(POOLED_ROLE)
+        return session_id
 
     # --- messages become the core's inputs --------------------------------------------------
 
@@ -109,10 +158,16 @@ class SessionActor(BridgedActor):
                 self._step(item)
 
     def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
+        if self.core is None or msg.session_id != self.core.session_id:
+            log.warning("an outcome for session %s, which this actor no longer serves",
+                        msg.session_id)
+            return
         self._step(msg)
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
-        self._step(msg.payload)  # IdleTimeout, TurnDeadline or CancelGrace
+        lease, payload = msg.payload
+        if lease == self.lease:  # a timer of a session served before is void
+            self._step(payload)  # IdleTimeout, TurnDeadline or CancelGrace
 
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
         # The bridge stays open until the process exits: Thespian still watches it (bridge.py).
@@ -192,7 +247,7 @@ class SessionActor(BridgedActor):
         if step.checkpoint:
             self._checkpoint()
         for timer in step.timers:
-            self.wakeupAfter(timer.secs, timer.payload)
+            self.wakeupAfter(timer.secs, (self.lease, timer.payload))
         for note in step.notes:
             log.warning("session %s: %s", self.core.session_id, note)
 

@@ -13,17 +13,18 @@ from tests.support.waiting import wait_for
 from tests.tools.toolserver import ToolServer
 
 
-def actor_processes(server: BrainServer) -> int:
-    """Processes forked by the actor system (admin, logger, registry, executors, sessions).
+def session_actors(server: BrainServer) -> int:
+    """Actor processes serving a session: titled `brain: session <id>` (brain/actors/proctitle.py).
 
-    Each names itself `brain: <role>` (brain/actors/proctitle.py)."""
+    A released session's actor goes back to the pool of warm actors as `brain: pooled session`
+    (or exits), so the count falls by one either way."""
     count = 0
     for pid in group_pids(server.proc.pid):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if cmdline.startswith(b"brain: "):
+        if cmdline.startswith(b"brain: session "):
             count += 1
     return count
 
@@ -33,25 +34,25 @@ def test_session_actors_are_released_unless_retained(brain_server: BrainServer) 
     warm = s.create_session()["id"]
     s.send(warm, "start the executors")
     time.sleep(0.5)  # let the warm-up session's release settle
-    baseline = actor_processes(s)
+    baseline = session_actors(s)
     released = s.create_session()["id"]
     s.send(released, "turn")
-    wait_for(lambda: actor_processes(s) == baseline, timeout=10, what="release after the turn")
+    wait_for(lambda: session_actors(s) == baseline, timeout=10, what="release after the turn")
     # Reads never wake an actor.
     s.request("GET", f"/v1/sessions/{released}/transcript")
     s.events(released)
     s.request("GET", f"/v1/sessions/{released}")
     time.sleep(0.5)
-    assert actor_processes(s) == baseline
+    assert session_actors(s) == baseline
     kept = s.create_session(idle_ttl_ms=0)["id"]
     s.send(kept, "turn")
     time.sleep(1.0)
-    assert actor_processes(s) == baseline + 1  # explicit zero retains it indefinitely
+    assert session_actors(s) == baseline + 1  # explicit zero retains it indefinitely
     briefly = s.create_session(idle_ttl_ms=1500)["id"]
     s.send(briefly, "turn")
     time.sleep(0.3)
-    assert actor_processes(s) == baseline + 2
-    wait_for(lambda: actor_processes(s) == baseline + 1, timeout=10, what="TTL release")
+    assert session_actors(s) == baseline + 2
+    wait_for(lambda: session_actors(s) == baseline + 1, timeout=10, what="TTL release")
     # A released session re-opens from checkpoint + journal for the next message.
     assert s.send(released, "again")["status"] == "ended"
 

@@ -1,0 +1,41 @@
+"""The pool's counting (brain/actors/pool.py), without actors: which actor is handed out, which
+is taken back, which retires."""
+
+from __future__ import annotations
+
+from brain.actors.pool import SessionActorPool
+
+
+def test_the_warmest_actor_is_handed_out_and_counted() -> None:
+    pool = SessionActorPool(size=2, recycle_after=0)
+    pool.adopt("a")
+    pool.adopt("b")
+    assert pool.short == 0
+    actor = pool.take()
+    assert (actor.address, actor.served, pool.short) == ("b", 1, 1)
+    assert pool.returned(actor)
+    assert pool.take() is actor and actor.served == 2
+
+
+def test_an_actor_retires_after_its_sessions_or_when_twice_the_pool_is_idle() -> None:
+    pool = SessionActorPool(size=1, recycle_after=2)
+    pool.adopt("a")
+    actor = pool.take()
+    assert pool.returned(actor)  # one session served
+    actor = pool.take()
+    assert not pool.returned(actor)  # two: retired
+    assert pool.take() is None and pool.short == 1
+    for name in ("b", "c"):
+        pool.adopt(name)
+    late = pool.take()
+    pool.adopt("d")
+    pool.adopt("e")  # idle: b, d, e: more than twice the size
+    assert not pool.returned(late)
+
+
+def test_a_lost_actor_leaves_the_pool() -> None:
+    pool = SessionActorPool(size=2, recycle_after=0)
+    pool.adopt("a")
+    pool.adopt("b")
+    pool.lost("a")
+    assert [actor.address for actor in pool.idle] == ["b"] and pool.short == 1

@@ -28,6 +28,9 @@ class NoActors:
     def request(self, *args: object, **kwargs: object) -> dict:
         raise AssertionError("no actor calls in these tests")
 
+    def tell_global(self, *args: object) -> None:
+        """The worker's metrics flush (every 2 s, from a thread) has nowhere to go here."""
+
 
 @pytest.fixture
 def app(tmp_path: Path) -> falcon.App:

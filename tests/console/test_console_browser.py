@@ -71,9 +71,13 @@ def shots(tmp_path: Path) -> Path:
 
 
 def wait(driver, condition, what: str, timeout: float = WAIT_SECS):
+    """Poll `condition` until it holds. A row the page replaced between being found and being
+    read (a list re-rendered by a filter or a page change) means "not yet", not a failure."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(
+    return WebDriverWait(driver, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,)).until(
         lambda d: condition(d), message=f"waiting for {what}")
 
 

@@ -81,6 +81,12 @@ def wait(driver, condition, what: str, timeout: float = WAIT_SECS):
         lambda d: condition(d), message=f"waiting for {what}")
 
 
+def choose(select_element, value: str) -> None:
+    from selenium.webdriver.support.select import Select
+
+    Select(select_element).select_by_value(value)
+
+
 def find(driver, css: str):
     from selenium.webdriver.common.by import By
 
@@ -190,7 +196,9 @@ def test_filter_and_pages(server, driver, shots):
     screenshot(driver, shots, "console-list")
     find(driver, "#next-page").click()
     wait(driver, lambda d: len(finds(d, "#sessions tr[data-id]")) == 2, "the second page")
-    find(driver, "#status-filter").send_keys("ended")
+    # Select by value: typing into a <select> relies on the browser's type-ahead, which resets
+    # between slow keystrokes and can land on `ending` on a loaded machine.
+    choose(find(driver, "#status-filter"), "ended")
     wait(driver, lambda d: [r.get_attribute("data-id") for r in finds(d, "#sessions tr[data-id]")]
          == [ids[0]], "only the ended session")
 

@@ -43,8 +43,12 @@ def _threads(pid: int) -> list[str]:
 
 
 def _command(pid: int) -> str:
-    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-        return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    """The command line of `pid`, or "" once it has gone (a worker killed a moment ago)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _gunicorn_workers(server: BrainServer) -> list[int]:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import socket
 
-WILDCARDS = ("", "0.0.0.0", "::", "[::]")
-
 
 def bare_host(host: str) -> str:
     """`[::1]` as written in HOST:PORT becomes `::1`, as socket calls want it."""

@@ -28,7 +28,6 @@ from brain.client import (
 
 HELP = ("commands: /transcript, /events N (the last N Events), /end (end the session), "
         "/quit (leave it open), /help; Ctrl-C interrupts a turn, twice leaves")
-TURN_END_KINDS = ("turn_ended", "turn_failed")
 RENDER_WAIT_SECS = 10.0  # how long a finished send waits for the follower to show its end
 
 

@@ -42,16 +42,6 @@ def _respond(req: falcon.Request, resp: falcon.Response, status: int, code: str,
     resp.stream = None
 
 
-def render_error(req: falcon.Request, resp: falcon.Response, ex: Exception) -> None:
-    """Fill `resp` with the contract error for `ex`, as the error handlers would."""
-    if isinstance(ex, errors.BrainError):
-        handle_brain_error(req, resp, ex, {})
-    elif isinstance(ex, falcon.HTTPError):
-        handle_http_error(req, resp, ex, {})
-    else:
-        handle_unexpected(req, resp, ex, {})
-
-
 def handle_brain_error(req: falcon.Request, resp: falcon.Response, ex: errors.BrainError,
                        params: dict[str, Any]) -> None:
     _respond(req, resp, ex.status, ex.code, ex.message)

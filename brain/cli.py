@@ -17,8 +17,8 @@ gunicorn with gevent workers serving the HTTP API. Stops cleanly on Ctrl-C or SI
 All state goes under the data directory (./brain-data by default): sessions/ (one
 journal per session), environments/ (local Environment working trees),
 operator.token (the operator's bearer token, unless BRAIN_API_TOKEN is set) and
-run/ (what only the running server uses: its actor port in run/actor.json, sockets,
-caches)."""
+run/ (what only the running server uses: its actor port in run/actor.json, the
+lock that keeps a second server off the same data dir in run/owner.lock, sockets, caches)."""
 
 SERVE_EPILOG = """\
 Configuration: models, Tools, Environments and Agentloops come from the TOML file named

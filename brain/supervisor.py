@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from brain.actors.data_dir_lock import DataDirTaken, data_dir_holder
 from brain.actors.identity import ACTOR_PORT_REFUSED
 from brain.config import BrainConfig, ConfigError
 from brain.drain import start_draining, stop_draining
@@ -295,6 +296,10 @@ def serve(gunicorn_config: str | None = None) -> int:
         print(f"brain serve: {taken}", file=sys.stderr)
         return 2
     settings.data_path.mkdir(parents=True, exist_ok=True)
+    holder = data_dir_holder(settings.data_path)
+    if holder is not None:
+        print(f"brain serve: {DataDirTaken(settings.data_path, holder)}", file=sys.stderr)
+        return 2
     ensure_operator_token(settings)
     clear_live_sockets(settings)
     stop_draining(settings.data_path)

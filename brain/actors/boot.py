@@ -19,6 +19,7 @@ import threading
 import time
 
 from brain.actors.confine import confine_thespian
+from brain.actors.data_dir_lock import DataDirTaken, hold_data_dir
 from brain.actors.identity import (
     ACTOR_PORT_REFUSED,
     IDENTITY_CAPABILITY,
@@ -195,6 +196,10 @@ def main() -> int:
     confine_thespian(settings.actor_bind)
     keep_admin_in_this_process_group()
     name_thespian_processes()
+    try:
+        owner = hold_data_dir(settings.data_path)  # noqa: F841 - held until this process exits
+    except DataDirTaken as exc:
+        return refuse(str(exc))
     port = settings.actor_port or free_port(settings.actor_bind)
     if not port_is_free(settings.actor_bind, port):
         return refuse(f"actor port {port} (BRAIN_ACTOR_PORT) is already in use")

@@ -180,3 +180,39 @@ def test_a_worker_without_port_or_boot_id_finds_its_actor_system_in_run(
                            capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, probe
     assert "ping True" in probe.stdout, probe.stdout
+
+
+def test_second_server_on_the_same_data_dir_is_refused(brain_server: BrainServer) -> None:
+    """Two servers on one data dir would share its journals, idempotency store and run files."""
+    sid = brain_server.create_session()["id"]
+    done = run_serve(brain_server.data_dir, AUTO_ACTOR_PORT)
+    assert done.returncode == 2, done
+    assert str(brain_server.data_dir) in done.stderr and "in use" in done.stderr, done.stderr
+    assert "Brain serving" not in done.stdout
+    assert actor_record(brain_server)["actor_port"] == brain_server.actor_port
+    assert brain_server.send(sid, "still the only one")["status"] == "ended"
+
+
+def test_boot_process_refuses_a_data_dir_held_by_another_boot(brain_server: BrainServer) -> None:
+    """Past the supervisor's early check (a race), the boot process's lock is the authority."""
+    boot = subprocess.run([sys.executable, "-m", "brain.actors.boot"],
+                          env=boot_env(brain_server.data_dir, free_port()),
+                          capture_output=True, text=True, timeout=60)
+    assert boot.returncode != 0, boot
+    assert "ready" not in boot.stdout
+    assert "in use" in boot.stderr, boot.stderr
+    assert brain_server.request("GET", "/readyz").status_code == 200
+    sid = brain_server.create_session()["id"]
+    assert brain_server.send(sid, "still served")["status"] == "ended"
+
+
+def test_data_dir_is_free_again_right_after_a_sigkill(tmp_path: Path) -> None:
+    """The lock dies with its process: a crashed server never blocks the next start."""
+    server = BrainServer(tmp_path / "data").start()
+    try:
+        sid = server.create_session()["id"]
+        server.kill()
+        server.start()
+        assert server.send(sid, "after the crash")["status"] == "ended"
+    finally:
+        server.kill()

@@ -47,6 +47,10 @@ def _listen(raw: str) -> str:
     host, sep, port = raw.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:
         raise ValueError("expected HOST:PORT")
+    if int(port) == 0:
+        # `brain serve` announces, and checks readiness on, the port it was given; gunicorn's
+        # choice of a free port is not reported back to it, so port 0 could never be ready.
+        raise ValueError("expected HOST:PORT with a port other than 0 (name a free port)")
     return raw
 
 

@@ -24,6 +24,8 @@ def test_zero_means_no_bound_and_bad_values_are_refused() -> None:
         Settings.from_env({"BRAIN_MAX_TURN_SECS": "-1"})
     with pytest.raises(SettingError, match="BRAIN_LISTEN"):
         Settings.from_env({"BRAIN_LISTEN": "nonsense"})
+    with pytest.raises(SettingError, match="BRAIN_LISTEN.*other than 0"):
+        Settings.from_env({"BRAIN_LISTEN": "127.0.0.1:0"})
 
 
 def test_docs_table_lists_every_setting() -> None:

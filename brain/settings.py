@@ -72,7 +72,9 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting("data_dir", "BRAIN_DATA_DIR", "./brain-data", str, "all durable state"),
-    Setting("listen", "BRAIN_LISTEN", "127.0.0.1:3210", _listen, "HTTP bind"),
+    Setting("listen", "BRAIN_LISTEN", "127.0.0.1:3210", _listen,
+            "HTTP bind (`HOST:PORT`; port 0 is refused: `brain serve` must know the port it "
+            "announces)"),
     Setting(
         "api_token",
         "BRAIN_API_TOKEN",

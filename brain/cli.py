@@ -1,4 +1,5 @@
-"""The `brain` command: `serve`, `chat`, `journal verify|dump`, `settings`."""
+"""The `brain` command: `serve`, `actors`, `web`, `chat`, `journal verify|dump`, `trace`,
+`settings`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 
 from brain.chat.command import add_parser as add_chat_parser
+from brain.tracing.command import add_parser as add_trace_parser
 
 SERVE_DESCRIPTION = """\
 Run Brain on this machine: the Thespian actor system (one session actor per open
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="a gunicorn settings file (start from conf/gunicorn.conf.py); "
                             "default: the settings shipped with Brain")
     add_chat_parser(sub)
+    add_trace_parser(sub)
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
     settings.add_argument("--markdown", action="store_true",
@@ -78,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         from brain.chat.command import run as run_chat
 
         return run_chat(args)
+    if args.command == "trace":
+        from brain.tracing.command import run as run_trace
+
+        return run_trace(args)
     if args.command == "settings":
         from brain.settings import markdown_table
 

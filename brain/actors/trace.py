@@ -14,7 +14,7 @@ from typing import Any
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from brain.tracing import writer
-from brain.tracing.lines import HOUSEKEEPING, describe, message_type
+from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
 
 
 class TracedDispatcher(ActorTypeDispatcher):
@@ -46,15 +46,17 @@ class TracedDispatcher(ActorTypeDispatcher):
         """Record that `seqs` of `session_id` are durable (called right after the fsync)."""
         out = writer.tracer()
         if out is not None:
-            out.write({"dir": "commit", "kind": self.trace_name, "actor": str(self.myAddress),
-                       "msg": "commit", "session_id": session_id, "seqs": seqs})
+            out.write({"dir": "commit", "kind": self.trace_name,
+                       "actor": address(self.myAddress), "msg": "commit",
+                       "session_id": session_id, "seqs": seqs})
 
     def _trace(self, out: writer.TraceWriter, direction: str, peer: Any, message: Any) -> None:
         kind = message_type(message)
         if kind in HOUSEKEEPING and not out.everything:
             return
         line = describe(message, {"dir": direction, "kind": self.trace_name,
-                                  "actor": str(self.myAddress), "peer": str(peer), "msg": kind})
+                                  "actor": address(self.myAddress), "peer": address(peer),
+                                  "msg": kind})
         if "session_id" not in line:
             session_id = self.trace_session_id()
             if session_id:

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from brain.tracing import writer
-from brain.tracing.lines import HOUSEKEEPING, describe, message_type
+from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
 
 
 def trace_ask(direction: str, peer: Any, message: Any, session_id: str | None = None) -> None:
@@ -18,7 +18,7 @@ def trace_ask(direction: str, peer: Any, message: Any, session_id: str | None = 
     if kind in HOUSEKEEPING and not out.everything:
         return
     line = describe(message, {"dir": direction, "kind": "gateway",
-                              "actor": f"web-{os.getpid()}", "peer": str(peer), "msg": kind})
+                              "actor": f"web-{os.getpid()}", "peer": address(peer), "msg": kind})
     if session_id and "session_id" not in line:
         line["session_id"] = session_id
     out.write(line)

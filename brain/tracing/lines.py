@@ -16,6 +16,17 @@ HOUSEKEEPING = frozenset({"MetricsReport", "WatchMessage", "WakeupMessage(Refill
 """Periodic or internal traffic, traced only with BRAIN_TRACE_ALL=1."""
 
 
+def address(addr: Any) -> str:
+    """An actor address as text, the same from every side.
+
+    A parent sees a child it just made as `ActorAddr-7-ActorAddr-(T|:44955)` (a local id wrapping
+    the real address); the child calls itself `ActorAddr-(T|:44955)`. Keep the real part.
+    """
+    text = str(addr)
+    at = text.rfind("ActorAddr-(")
+    return text[at:] if at > 0 else text
+
+
 def message_type(msg: Any) -> str:
     if isinstance(msg, str):
         return msg if len(msg) <= 24 else "str"

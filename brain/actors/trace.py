@@ -13,8 +13,12 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
+from brain import request_context
+from brain.logs import json_logs
 from brain.tracing import writer
 from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
+
+_LOG_CONTEXT = json_logs()
 
 
 class TracedDispatcher(ActorTypeDispatcher):
@@ -27,6 +31,8 @@ class TracedDispatcher(ActorTypeDispatcher):
         return None
 
     def receiveMessage(self, message: Any, sender: Any) -> Any:
+        if _LOG_CONTEXT:
+            self._log_context(message)
         out = writer.tracer()
         if out is not None:
             self._trace(out, "recv", sender, message)
@@ -49,6 +55,14 @@ class TracedDispatcher(ActorTypeDispatcher):
             out.write({"dir": "commit", "kind": self.trace_name,
                        "actor": address(self.myAddress), "msg": "commit",
                        "session_id": session_id, "seqs": seqs})
+
+    def _log_context(self, message: Any) -> None:
+        """What a JSON log line made while handling `message` names (brain/logs.py)."""
+        started = getattr(message, "started", None)
+        request_context.request_id.set(getattr(message, "request_id", None))
+        request_context.session_id.set(getattr(message, "session_id", None)
+                                       or self.trace_session_id())
+        request_context.sequence.set(started if isinstance(started, int) else None)
 
     def _trace(self, out: writer.TraceWriter, direction: str, peer: Any, message: Any) -> None:
         kind = message_type(message)

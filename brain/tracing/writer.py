@@ -84,12 +84,17 @@ def tracer() -> TraceWriter | None:
     global _tracer
     if _tracer is _UNSET:
         path = os.environ.get("BRAIN_TRACE")
-        _tracer = TraceWriter(path, os.environ.get("BRAIN_TRACE_ALL", "") not in ("", "0")) \
+        _tracer = TraceWriter(path, _everything()) \
             if path else None
         if _tracer is not None:
             atexit.register(_tracer.flush)
             os.register_at_fork(after_in_child=_tracer._after_fork_in_child)
     return _tracer
+
+
+def _everything() -> bool:
+    """BRAIN_TRACE_ALL, read as brain/settings.py reads it."""
+    return os.environ.get("BRAIN_TRACE_ALL", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def flush() -> None:

@@ -6,6 +6,7 @@ who wants other gunicorn knobs copies `conf/gunicorn.conf.py` (which starts from
 edits it and runs `brain serve --gunicorn-config PATH`.
 """
 
+from brain.logs import gunicorn_logconfig, json_logs
 from brain.settings import Settings
 
 _settings = Settings.from_env()
@@ -24,6 +25,8 @@ accesslog = None
 errorlog = "-"
 loglevel = "warning"
 proc_name = "brain-web"
+if json_logs():  # BRAIN_LOG_FORMAT=json: gunicorn's lines and Brain's, one JSON object each
+    logconfig_dict = gunicorn_logconfig(loglevel)
 # No control socket: gunicorn would serve it from a thread of the master, which forks workers
 # (again whenever one dies) and must have no thread when it does: a fork copies only the forking
 # thread, so a lock another thread held stays locked in the worker, and Python 3.12+ warns

@@ -78,6 +78,7 @@ def run_actors() -> int:
         supervisor.admin_pid = listening_process(port, descendants(os.getpid()))
         print(f"Brain actor system ready on {settings.actor_bind}:{port} "
               f"(data in {settings.data_path})", flush=True)
+        notify_service_manager(f"READY=1\nSTATUS=actor system on port {port}")
         while not stop_request.requested:
             failure = supervisor._failed_child()
             if failure is not None:
@@ -85,10 +86,30 @@ def run_actors() -> int:
                 return 1
             time.sleep(0.2)
             reap_adopted({supervisor.boot.pid})
+        notify_service_manager("STOPPING=1")
         supervisor.drain()  # admitted turns finish (bounded by BRAIN_DRAIN_SECS)
         return 0
     finally:
         supervisor.stop()
+
+
+def notify_service_manager(state: str) -> None:
+    """sd_notify for systemd's Type=notify: the web unit starts once the actors are ready.
+
+    A datagram to $NOTIFY_SOCKET (a leading `@` is Linux's abstract namespace); without the
+    variable (a terminal, a container) nothing is sent.
+    """
+    import socket
+
+    path = os.environ.get("NOTIFY_SOCKET")
+    if not path:
+        return
+    address = "\0" + path[1:] if path.startswith("@") else path
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            sock.sendto(state.encode(), address)
+    except OSError as exc:
+        print(f"brain actors: could not notify the service manager: {exc}", file=sys.stderr)
 
 
 def run_web(gunicorn_config: str | None) -> int:

@@ -6,10 +6,22 @@ who wants other gunicorn knobs copies `conf/gunicorn.conf.py` (which starts from
 edits it and runs `brain serve --gunicorn-config PATH`.
 """
 
+import os
+
+from brain.actors.identity import read_run_record
 from brain.logs import gunicorn_logconfig, json_logs
 from brain.settings import Settings
 
 _settings = Settings.from_env()
+
+if not _settings.boot_id:
+    # Plain `gunicorn -c ...` beside `brain actors` (conf/systemd): join the running actor
+    # system's start, as `brain web` does, so every worker shares one boot id (idempotency
+    # claims) and expects that admin. Read here, in the master, before any worker forks.
+    _record = read_run_record(_settings.data_path)
+    if _record is not None and _record.identity.startswith(f"{_settings.data_path} "):
+        os.environ["BRAIN_ACTOR_PORT"] = str(_record.actor_port)
+        os.environ["BRAIN_BOOT_ID"] = _record.identity.rpartition(" boot=")[2]
 
 bind = _settings.listen
 worker_class = "gevent"

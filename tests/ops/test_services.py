@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ class Service:
     def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
         self.log = log
         with open(log, "ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "brain.cli", *args], env=env,
+            self.proc = subprocess.Popen([sys.executable, "-m", *args], env=env,
                                          stdout=out, stderr=subprocess.STDOUT,
                                          start_new_session=True)
 
@@ -47,25 +48,44 @@ class Service:
         self.proc.wait(timeout=10)
 
 
-@pytest.fixture
-def two_services(tmp_path: Path) -> Iterator[tuple[Service, Service, str]]:
+REPO = Path(__file__).resolve().parents[2]
+WEB_TIERS = {
+    "brain web": ["brain.cli", "web"],
+    "plain gunicorn": ["gunicorn", "-c", str(REPO / "conf" / "gunicorn.conf.py"),
+                       "brain.web.wsgi:application"],
+}
+
+
+@pytest.fixture(params=sorted(WEB_TIERS))
+def two_services(tmp_path: Path, request: pytest.FixtureRequest
+                 ) -> Iterator[tuple[Service, Service, str, socket.socket]]:
     port = free_port()
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)  # stands in for systemd
+    notify.bind(str(tmp_path / "notify.sock"))
+    notify.settimeout(90)
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
     env.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_API_TOKEN": TOKEN,
                 "BRAIN_ACTOR_PORT": str(free_port()), "BRAIN_LISTEN": f"127.0.0.1:{port}",
                 "BRAIN_DRAIN_SECS": "5", "BRAIN_WEB_WORKERS": "1"})
-    actors = Service(["actors"], env, tmp_path / "actors.log")
-    web = Service(["web"], env, tmp_path / "web.log")  # waits for the actor system itself
+    actors = Service(["brain.cli", "actors"], {**env, "NOTIFY_SOCKET": notify.getsockname()},
+                     tmp_path / "actors.log")
+    web: Service | None = None
     try:
-        yield actors, web, f"http://127.0.0.1:{port}"
+        # Type=notify: the web unit starts once the actor system said READY=1.
+        assert notify.recv(4096).startswith(b"READY=1"), actors.text()
+        web = Service(WEB_TIERS[request.param], env, tmp_path / "web.log")
+        yield actors, web, f"http://127.0.0.1:{port}", notify
     finally:
-        web.kill()
+        if web is not None:
+            web.kill()
         actors.kill()
+        notify.close()
 
 
-def call(method: str, url: str, **kwargs) -> requests.Response:  # type: ignore[no-untyped-def]
-    return requests.request(method, url, headers={"Authorization": f"Bearer {TOKEN}"},
-                            timeout=60, **kwargs)
+def call(method: str, url: str, headers: dict[str, str] | None = None,
+         **kwargs) -> requests.Response:  # type: ignore[no-untyped-def]
+    return requests.request(method, url, timeout=60, **kwargs,
+                            headers={"Authorization": f"Bearer {TOKEN}", **(headers or {})})
 
 
 def ready(url: str) -> bool:
@@ -76,15 +96,18 @@ def ready(url: str) -> bool:
 
 
 def test_actors_and_web_as_two_services_serve_a_turn_and_stop_cleanly(two_services) -> None:  # type: ignore[no-untyped-def]
-    actors, web, url = two_services
+    actors, web, url, notify = two_services
     wait_for(lambda: ready(url), timeout=90, what=f"/readyz\n{actors.text()}\n{web.text()}")
-    sid = call("POST", f"{url}/v1/sessions", json={}).json()["id"]
+    key = {"Idempotency-Key": "create-1"}
+    sid = call("POST", f"{url}/v1/sessions", json={}, headers=key).json()["id"]
+    assert call("POST", f"{url}/v1/sessions", json={}, headers=key).json()["id"] == sid
     turn = call("POST", f"{url}/v1/sessions/{sid}/messages", json={"input": "hello"})
     assert turn.status_code == 200 and turn.json()["status"] == "ended", turn.text
     assert "Brain actor system ready" in actors.text()
     # The web tier stops first (as systemd does: it is PartOf the actor service), then actors.
     assert web.terminate() == 0, web.text()
     assert actors.terminate() == 0, actors.text()
+    assert notify.recv(4096) == b"STOPPING=1"
     wait_for(lambda: not group_pids(actors.proc.pid), timeout=15, what="no actor process left")
     assert not group_pids(web.proc.pid)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -84,8 +85,12 @@ def tracer() -> TraceWriter | None:
     global _tracer
     if _tracer is _UNSET:
         path = os.environ.get("BRAIN_TRACE")
-        _tracer = TraceWriter(path, _everything()) \
-            if path else None
+        try:
+            _tracer = TraceWriter(path, _everything()) if path else None
+        except OSError as exc:  # tracing never takes Brain down: say so once, trace nothing
+            print(f"brain: BRAIN_TRACE={path}: {exc.strerror}; not tracing", file=sys.stderr,
+                  flush=True)
+            _tracer = None
         if _tracer is not None:
             atexit.register(_tracer.flush)
             os.register_at_fork(after_in_child=_tracer._after_fork_in_child)

@@ -82,3 +82,14 @@ def test_processes_appending_at_once_never_tear_a_line(tmp_path: Path) -> None:
     assert len(lines) == 8000
     assert {line["pid"] for line in lines} == {proc.pid for proc in procs}
     assert os.stat(trace).st_mode & 0o777 == 0o600
+
+
+def test_a_trace_file_that_cannot_be_opened_turns_tracing_off_with_one_line(
+        tmp_path: Path) -> None:
+    code = ("import os, sys; os.environ['BRAIN_TRACE'] = sys.argv[1]\n"
+            "from brain.tracing import writer\n"
+            "assert writer.tracer() is None and writer.tracer() is None\n")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "no" / "dir.jsonl")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("not tracing") == 1

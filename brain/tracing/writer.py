@@ -30,18 +30,22 @@ class TraceWriter:
         self.everything = everything  # BRAIN_TRACE_ALL: housekeeping messages too
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._lock = threading.Lock()
-        self._lines: list[str] = []
+        self._lines: list[dict[str, Any]] = []
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pid = os.getpid()
 
     def write(self, line: dict[str, Any]) -> None:
-        """Stamp the line with both clocks and queue it; the flusher writes it within 100 ms."""
+        """Stamp the line with both clocks and queue it; the flusher writes it within 100 ms.
+
+        Only the clocks are read here, on the actor's path; the flusher thread formats and
+        serializes the batch.
+        """
         line["t_us"] = time.monotonic_ns() // 1000
-        line["wall"] = datetime.now(UTC).isoformat(timespec="microseconds")
-        line["pid"] = os.getpid()
-        text = json.dumps(line, default=str, separators=(",", ":")) + "\n"
+        line["wall"] = time.time()
+        line["pid"] = self._pid
         with self._lock:
-            self._lines.append(text)
+            self._lines.append(line)
             first = len(self._lines) == 1
         if first:
             self._ensure_flusher()
@@ -51,7 +55,7 @@ class TraceWriter:
         with self._lock:
             batch, self._lines = self._lines, []
         if batch:
-            data = "".join(batch).encode()
+            data = "".join(_text(line) for line in batch).encode()
             try:
                 while data:  # a regular file takes it whole; the loop is for a signal's cut
                     data = data[os.write(self._fd, data):]
@@ -78,6 +82,12 @@ class TraceWriter:
         self._lines = []
         self._wake = threading.Event()
         self._thread = None
+        self._pid = os.getpid()
+
+
+def _text(line: dict[str, Any]) -> str:
+    line["wall"] = datetime.fromtimestamp(line["wall"], UTC).isoformat(timespec="microseconds")
+    return json.dumps(line, default=str, separators=(",", ":")) + "\n"
 
 
 def tracer() -> TraceWriter | None:

@@ -29,20 +29,24 @@ from tools.bench.common import loadavg, summary_ms
 from tools.bench.turns import TOOL_CONFIG, send
 
 
-def writer_cost_us(lines: int = 20000) -> float:
-    """Microseconds per `TraceWriter.write` of a typical line (the flush thread included)."""
+def writer_cost_us(lines: int = 20000) -> tuple[float, float]:
+    """Microseconds per line: on the caller's path (`TraceWriter.write`), and to serialize and
+    write it (`flush`, the flusher thread's share), in-process with no contention."""
     from brain.tracing.writer import TraceWriter
 
     with tempfile.TemporaryDirectory() as tmp:
         out = TraceWriter(str(Path(tmp) / "t.jsonl"), everything=False)
+        out._ensure_flusher = lambda: None  # type: ignore[method-assign]  (flush below)
         line = {"dir": "send", "kind": "session", "actor": "ActorAddr-(T|:44955)",
                 "peer": "ActorAddr-(T|:37895)", "msg": "RunToolCall",
                 "session_id": "01a23a13e3d3e4b8a21c53760e122494", "seqs": [8], "fenced_by": 8}
         start = time.perf_counter()
         for _ in range(lines):
             out.write(dict(line))
+        written = time.perf_counter()
         out.flush()
-        return (time.perf_counter() - start) / lines * 1e6
+        flushed = time.perf_counter()
+        return (written - start) / lines * 1e6, (flushed - written) / lines * 1e6
 
 
 def main() -> None:
@@ -96,7 +100,9 @@ def main() -> None:
     if "old" in samples:
         ratio = statistics.median(r["off"] / r["old"] for r in rounds)
         print(f"  off/old, median of per-round p50 ratios: {ratio:.3f}x")
-    print(f"  writer: {writer_cost_us():.1f} µs per line (in-process, no contention)")
+    caller, flusher = writer_cost_us()
+    print(f"  writer, per line: {caller:.1f} µs on the actor's path, {flusher:.1f} µs in the "
+          "flusher thread (in-process, no contention)")
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
-"""The `brain` command: `serve`, `chat`, `journal verify|dump`, `settings`."""
+"""The `brain` command: `serve`, `actors`, `web`, `chat`, `journal verify|dump`, `trace`,
+`settings`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import sys
 
 from brain.chat.command import add_parser as add_chat_parser
+from brain.tracing.command import add_parser as add_trace_parser
 
 SERVE_DESCRIPTION = """\
 Run Brain on this machine: the Thespian actor system (one session actor per open
@@ -55,7 +57,20 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--gunicorn-config", metavar="PATH",
                        help="a gunicorn settings file (start from conf/gunicorn.conf.py); "
                             "default: the settings shipped with Brain")
+    actors = sub.add_parser("actors", help="run the actor system alone (a service)",
+                            description="Run Brain's actor system alone: the service that "
+                            "`brain web` (or gunicorn) serves HTTP for. SIGTERM drains "
+                            "admitted turns, then stops it. See docs/operations.md.")
+    actors.add_argument("--data-dir", metavar="DIR", help="as for `brain serve`")
+    web = sub.add_parser("web", help="run the HTTP tier alone (gunicorn), for `brain actors`",
+                         description="Wait for the actor system of the data dir (`brain "
+                         "actors`), then run gunicorn with Brain's settings in this process. "
+                         "See docs/operations.md.")
+    web.add_argument("--data-dir", metavar="DIR", help="as for `brain serve`")
+    web.add_argument("--listen", metavar="HOST:PORT", help="as for `brain serve`")
+    web.add_argument("--gunicorn-config", metavar="PATH", help="as for `brain serve`")
     add_chat_parser(sub)
+    add_trace_parser(sub)
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
     settings.add_argument("--markdown", action="store_true",
@@ -66,11 +81,19 @@ def main(argv: list[str] | None = None) -> int:
 
         return journal_main(argv[1:])
     args = parser.parse_args(argv)
+    if getattr(args, "data_dir", None):
+        os.environ["BRAIN_DATA_DIR"] = args.data_dir
+    if getattr(args, "listen", None):
+        os.environ["BRAIN_LISTEN"] = args.listen
+    if args.command == "actors":
+        from brain.services import run_actors
+
+        return run_actors()
+    if args.command == "web":
+        from brain.services import run_web
+
+        return run_web(args.gunicorn_config)
     if args.command == "serve":
-        if args.data_dir:
-            os.environ["BRAIN_DATA_DIR"] = args.data_dir
-        if args.listen:
-            os.environ["BRAIN_LISTEN"] = args.listen
         from brain.supervisor import serve as run_serve
 
         return run_serve(args.gunicorn_config)
@@ -78,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         from brain.chat.command import run as run_chat
 
         return run_chat(args)
+    if args.command == "trace":
+        from brain.tracing.command import run as run_trace
+
+        return run_trace(args)
     if args.command == "settings":
         from brain.settings import markdown_table
 

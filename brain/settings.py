@@ -54,6 +54,20 @@ def _listen(raw: str) -> str:
     return raw
 
 
+def _flag(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1 or 0")
+
+
+def _log_format(raw: str) -> str:
+    if raw.strip().lower() not in ("text", "json"):
+        raise ValueError("expected text or json")
+    return raw.strip().lower()
+
+
 def _optional_path(raw: str) -> Path | None:
     return Path(raw) if raw else None
 
@@ -105,7 +119,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("drain_secs", "BRAIN_DRAIN_SECS", 60, _non_negative_int,
             "how long SIGTERM drain waits for admitted work"),
     Setting("trace", "BRAIN_TRACE", None, _optional_path,
-            "file that receives one JSON line per actor message (tracing)", "unset"),
+            "file that receives one JSON line per message sent or received by every actor and "
+            "web worker, and per journal commit (docs/operations.md, \"Tracing\")", "unset"),
+    Setting("trace_all", "BRAIN_TRACE_ALL", False, _flag,
+            "with BRAIN_TRACE: trace housekeeping too (metrics flushes, watch wake-ups, pool "
+            "refills, probes)"),
+    Setting("log_format", "BRAIN_LOG_FORMAT", "text", _log_format,
+            "`text` (lines for a terminal) or `json` (one object a line, with request id, "
+            "session id and sequence where known)"),
     Setting("telemetry_sink", "BRAIN_TELEMETRY_SINK", None, _optional_path,
             "where Agentloop telemetry goes (a JSON-lines file); unset = dropped", "unset"),
     Setting("config", "BRAIN_CONFIG", None, _optional_path,
@@ -124,8 +145,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("segment_bytes", "BRAIN_SEGMENT_BYTES", 64 << 20, _positive_int,
             "journal segment size before a new segment is started"),
     Setting("boot_id", "BRAIN_BOOT_ID", None, str,
-            "set by `brain serve` for its children: which start an idempotency claim and the "
-            "actor system belong to",
+            "set by `brain serve` for its children (and by `brain web` from the actor system's "
+            "`run/actor.json`): which start an idempotency claim and the actor system belong to",
             "generated per start"),
     Setting("test_pause_after_claim_secs", "BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS", 0,
             _non_negative_int,
@@ -150,6 +171,8 @@ class Settings:
     session_actor_sessions: int
     drain_secs: int
     trace: Path | None
+    trace_all: bool
+    log_format: str
     telemetry_sink: Path | None
     config: Path | None
     actor_port: int | None

@@ -42,6 +42,7 @@ from brain.actors.messages import (
     ToSession,
 )
 from brain.actors.proctitle import name_thespian_processes
+from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
@@ -192,7 +193,7 @@ def main() -> int:
     # inherit the ignored SIGINT; actors install Thespian's own handlers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = Settings.from_env()
-    logging.basicConfig(level=logging.WARNING)
+    configure_root(logging.WARNING)
     confine_thespian(settings.actor_bind)
     keep_admin_in_this_process_group()
     name_thespian_processes()
@@ -210,7 +211,7 @@ def main() -> int:
     from brain.actors.registry import Registry
 
     asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings, port),
-                       logDefs=THESPIAN_LOGGING)
+                       logDefs=thespian_log_defs(THESPIAN_LOGGING))
     reap_exited_children()
     try:
         require_own_admin(asys, settings_identity(settings), port)

@@ -98,6 +98,9 @@ class SessionActor(BridgedActor):
         self.stopper: Any = None  # the running activation's ActivationStopper
         self.metrics = MetricBatch()
 
+    def trace_session_id(self) -> str | None:
+        return self.core.session_id if self.core is not None else None
+
     # --- the pool: warm before any session, and clean after each --------------------------
 
     def receiveMsg_WarmUp(self, msg: WarmUp, sender: Any) -> None:
@@ -261,6 +264,7 @@ class SessionActor(BridgedActor):
                                f"{committed[-1]['seq']}")
         for record in committed:
             _count(self.metrics, record)
+        self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
         self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
 
     def _checkpoint(self) -> None:

@@ -1,45 +1,78 @@
-"""Optional actor-message tracing: one JSON line per message to BRAIN_TRACE.
+"""Actor-message tracing: one JSON line per message received and per message sent.
 
-Traces name operations by {session_id, sequence} and never carry payloads, so a trace file holds
-no transcript text and no secrets. Every Brain actor derives from `TracedDispatcher`, so every
-message is traced in one place: timers, cancellations, exits and releases included.
+Every Brain actor derives from `TracedDispatcher`, so every message is traced in this one place
+(timers, cancellations, exits and releases included) by wrapping `receiveMessage` and `send`.
+The session actor adds a "commit" line once a batch of records is durable, which is what lets
+`brain trace --check` prove from the file alone that no effect left before its fence.
+With BRAIN_TRACE unset the wrappers cost one global lookup.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import time
-from dataclasses import fields, is_dataclass
 from typing import Any
 
-from thespian.actors import ActorTypeDispatcher
+from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
-_TRACE_FIELDS = ("request_id", "session_id", "started", "handled", "mode")
+from brain import request_context
+from brain.logs import json_logs
+from brain.tracing import writer
+from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
 
-
-def trace_message(actor: str, msg: Any) -> None:
-    path = os.environ.get("BRAIN_TRACE")
-    if not path:
-        return
-    line: dict[str, Any] = {"at": time.time(), "pid": os.getpid(), "actor": actor,
-                            "message": type(msg).__name__}
-    if is_dataclass(msg):
-        for f in fields(msg):
-            if f.name in _TRACE_FIELDS:
-                line[f.name] = getattr(msg, f.name)
-        command = getattr(msg, "command", None)
-        if command is not None:
-            line["command"] = type(command).__name__
-    with open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps(line, default=str) + "\n")
+_LOG_CONTEXT = json_logs()
 
 
 class TracedDispatcher(ActorTypeDispatcher):
-    """Thespian's type dispatcher, tracing each message (under `trace_name`) before dispatch."""
+    """Thespian's type dispatcher, tracing (under `trace_name`) what it receives and sends."""
 
     trace_name = "actor"
 
+    def trace_session_id(self) -> str | None:
+        """The session this actor serves now, for lines whose message names none."""
+        return None
+
     def receiveMessage(self, message: Any, sender: Any) -> Any:
-        trace_message(self.trace_name, message)
+        if _LOG_CONTEXT:
+            self._log_context(message)
+        out = writer.tracer()
+        if out is not None:
+            self._trace(out, "recv", sender, message)
+            if isinstance(message, ActorExitRequest):
+                result = super().receiveMessage(message, sender)
+                out.flush()
+                return result
         return super().receiveMessage(message, sender)
+
+    def send(self, targetAddr: Any, msg: Any) -> None:
+        out = writer.tracer()
+        if out is not None:
+            self._trace(out, "send", targetAddr, msg)
+        super().send(targetAddr, msg)
+
+    def trace_commit(self, session_id: str, seqs: list[int]) -> None:
+        """Record that `seqs` of `session_id` are durable (called right after the fsync)."""
+        out = writer.tracer()
+        if out is not None:
+            out.write({"dir": "commit", "kind": self.trace_name,
+                       "actor": address(self.myAddress), "msg": "commit",
+                       "session_id": session_id, "seqs": seqs})
+
+    def _log_context(self, message: Any) -> None:
+        """What a JSON log line made while handling `message` names (brain/logs.py)."""
+        started = getattr(message, "started", None)
+        request_context.request_id.set(getattr(message, "request_id", None))
+        request_context.session_id.set(getattr(message, "session_id", None)
+                                       or self.trace_session_id())
+        request_context.sequence.set(started if isinstance(started, int) else None)
+
+    def _trace(self, out: writer.TraceWriter, direction: str, peer: Any, message: Any) -> None:
+        kind = message_type(message)
+        if kind in HOUSEKEEPING and not out.everything:
+            return
+        line = describe(message, {"dir": direction, "kind": self.trace_name,
+                                  "actor": address(self.myAddress), "peer": address(peer),
+                                  "msg": kind})
+        if "session_id" not in line:
+            session_id = self.trace_session_id()
+            if session_id:
+                line["session_id"] = session_id
+        out.write(line)

@@ -17,7 +17,7 @@ import time
 import uuid
 from typing import Any
 
-from brain import errors
+from brain import errors, request_context
 from brain.actors.confine import confine_thespian
 from brain.actors.identity import (
     ForeignActorSystem,
@@ -28,6 +28,7 @@ from brain.actors.identity import (
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
 from brain.ports import local_host
 from brain.settings import Settings
+from brain.tracing.gateway_trace import trace_ask
 
 UNBOUNDED_WAIT_SECS = 7 * 24 * 3600.0
 
@@ -101,11 +102,15 @@ class ActorGateway:
     def request(self, session_id: str, command: Command, timeout: float | None) -> dict[str, Any]:
         """Route `command` to the session and wait for its Reply; errors come back raised."""
         self._connect()
-        request_id = uuid.uuid4().hex
+        # The client's x-request-id, so a trace (and a log line) can be found by it. Reusing it
+        # for a second ask of the same request is safe: a timed-out endpoint is never reused.
+        request_id = request_context.request_id.get() or uuid.uuid4().hex
         wait = timeout or UNBOUNDED_WAIT_SECS
         deadline = time.monotonic() + wait
         endpoint = self._take_endpoint()
-        reply = endpoint.ask(self._registry, ToSession(request_id, session_id, command), wait)
+        message = ToSession(request_id, session_id, command)
+        trace_ask("send", self._registry, message)
+        reply = endpoint.ask(self._registry, message, wait)
         while reply is not None and not (isinstance(reply, Reply)
                                          and reply.request_id == request_id):
             remaining = deadline - time.monotonic()
@@ -116,7 +121,11 @@ class ActorGateway:
         if reply is None:
             endpoint.exit_clone()
             raise errors.Internal("the session did not answer in time")
+        trace_ask("recv", self._registry, reply, session_id)
         self._return_endpoint(endpoint)
+        sequence = (reply.body or {}).get("sequence")
+        if isinstance(sequence, int):
+            request_context.sequence.set(sequence)
         return reply_body(reply)
 
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
@@ -133,7 +142,10 @@ class ActorGateway:
         """Ask a singleton actor (registry, metrics) and return its answer, or None."""
         address = self._global_address(global_name, actor_class)
         endpoint = self._take_endpoint()
+        trace_ask("send", address, message)
         answer = endpoint.ask(address, message, timeout)
+        if answer is not None:
+            trace_ask("recv", address, answer)
         if answer is None:
             endpoint.exit_clone()
             return None
@@ -143,6 +155,7 @@ class ActorGateway:
     def tell_global(self, global_name: str, actor_class: Any, message: Any) -> None:
         address = self._global_address(global_name, actor_class)
         endpoint = self._take_endpoint()
+        trace_ask("send", address, message)
         endpoint.tell(address, message)
         self._return_endpoint(endpoint)
 

@@ -6,9 +6,22 @@ who wants other gunicorn knobs copies `conf/gunicorn.conf.py` (which starts from
 edits it and runs `brain serve --gunicorn-config PATH`.
 """
 
+import os
+
+from brain.actors.identity import read_run_record
+from brain.logs import gunicorn_logconfig, json_logs
 from brain.settings import Settings
 
 _settings = Settings.from_env()
+
+if not _settings.boot_id:
+    # Plain `gunicorn -c ...` beside `brain actors` (conf/systemd): join the running actor
+    # system's start, as `brain web` does, so every worker shares one boot id (idempotency
+    # claims) and expects that admin. Read here, in the master, before any worker forks.
+    _record = read_run_record(_settings.data_path)
+    if _record is not None and _record.identity.startswith(f"{_settings.data_path} "):
+        os.environ["BRAIN_ACTOR_PORT"] = str(_record.actor_port)
+        os.environ["BRAIN_BOOT_ID"] = _record.identity.rpartition(" boot=")[2]
 
 bind = _settings.listen
 worker_class = "gevent"
@@ -24,6 +37,8 @@ accesslog = None
 errorlog = "-"
 loglevel = "warning"
 proc_name = "brain-web"
+if json_logs():  # BRAIN_LOG_FORMAT=json: gunicorn's lines and Brain's, one JSON object each
+    logconfig_dict = gunicorn_logconfig(loglevel)
 # No control socket: gunicorn would serve it from a thread of the master, which forks workers
 # (again whenever one dies) and must have no thread when it does: a fork copies only the forking
 # thread, so a lock another thread held stays locked in the worker, and Python 3.12+ warns

@@ -9,7 +9,7 @@ from typing import Any
 
 import falcon
 
-from brain import errors
+from brain import errors, request_context
 from brain.drain import is_draining
 from brain.web.credentials import session_of_token
 
@@ -26,6 +26,13 @@ class RequestIdMiddleware:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
         req.context.request_id = "req_" + uuid.uuid4().hex
         resp.set_header("X-Request-Id", req.context.request_id)
+        request_context.request_id.set(req.context.request_id)
+        request_context.session_id.set(None)
+        request_context.sequence.set(None)
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: Any,
+                         params: dict[str, Any]) -> None:
+        request_context.session_id.set(params.get("session_id"))
 
 
 class DrainMiddleware:

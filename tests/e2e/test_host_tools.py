@@ -51,7 +51,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
     s = configured(tmp, CONFIG.format(script=example_guest("host_script")),
                    {"BRAIN_MAX_TOOL_SECS": str(TOOL_SECS),
                     "BRAIN_HOST_ENVIRONMENT_SECS": str(ENVIRONMENT_SECS),
-                    "BRAIN_MAX_TURN_SECS": "30"})
+                    "BRAIN_MAX_TURN_SECS": "30",
+                    "BRAIN_TRACE": str(tmp / "trace.jsonl")})
     try:
         yield s.start()
     finally:
@@ -268,3 +269,18 @@ def test_without_a_host_create_fails_cleanly_and_delete_still_works(
     assert failed["outcome"] == "timeout"
     deleted = server.request("DELETE", f"/v1/sessions/{session['id']}")
     assert deleted.status_code == 204, deleted.text
+
+
+def test_every_host_call_offer_left_after_its_commit(server: BrainServer) -> None:
+    """Runs last: the trace of every test above, host offers and cancels included, passes
+    `brain trace --check` (docs/operations.md, "Tracing actor messages")."""
+    import subprocess
+    import sys
+    import time
+
+    time.sleep(0.3)  # the last lines reach the file within 100 ms
+    trace = server.data_dir.parent / "trace.jsonl"
+    checked = subprocess.run([sys.executable, "-m", "brain.cli", "trace", "--check", str(trace)],
+                             capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stderr
+    assert '"msg":"HostCallOffer"' in trace.read_text()

@@ -58,7 +58,8 @@ def test_the_wheel_installs_only_the_brain_package(wheel: Path) -> None:
     for shipped in ("brain/web/gunicorn_conf.py", "brain/defaults.toml",
                     "brain/agentloop/default.wasm", "brain/journal/cli.py",
                     "brain/web/console/index.html", "brain/web/console/console.js",
-                    "brain/web/console/console.css", "brain/chat/conversation.py"):
+                    "brain/web/console/console.css", "brain/chat/conversation.py",
+                    "brain/tracing/command.py"):
         assert shipped in names
 
 
@@ -68,7 +69,9 @@ def test_an_installed_brain_serves_a_turn_from_another_directory(
     elsewhere.mkdir()
     where = run([installed_python, "-c", "import brain; print(brain.__file__)"], cwd=elsewhere)
     assert "site-packages" in where.stdout, where.stdout  # not this checkout
-    server = BrainServer(tmp_path / "data", cwd=elsewhere, python=installed_python).start()
+    trace = tmp_path / "trace.jsonl"
+    server = BrainServer(tmp_path / "data", cwd=elsewhere, python=installed_python,
+                         env={"BRAIN_TRACE": str(trace)}).start()
     try:
         session = server.create_session()
         answer = server.send(session["id"], "hello")
@@ -83,6 +86,10 @@ def test_an_installed_brain_serves_a_turn_from_another_directory(
                               env={"BRAIN_DATA_DIR": str(tmp_path / "data"), "PATH": "/usr/bin"},
                               capture_output=True, text=True, timeout=60)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+    checked = subprocess.run([brain, "trace", "--check", str(trace)], cwd=elsewhere,
+                             env={"PATH": "/usr/bin"}, capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0 and checked.stdout.startswith("ok: 1 effect"), (
+        checked.stdout + checked.stderr)
 
 
 def test_an_operator_gunicorn_config_is_used(tmp_path: Path) -> None:

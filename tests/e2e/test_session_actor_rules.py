@@ -29,6 +29,7 @@ def server(tmp_path: Path) -> Iterator[BrainServer]:
         f'[agentloops.spin]\npath = "{spin}"\n'
         '[environments.remote]\nkind = "host"\n',
         {"BRAIN_MAX_TURN_SECS": str(TURN_SECS), "BRAIN_TRACE": str(tmp_path / "trace.jsonl"),
+         "BRAIN_TRACE_ALL": "1",  # the bridge's wake-ups too
          "BRAIN_HOST_ENVIRONMENT_SECS": "1"},  # no host serves `remote`: its setup times out
     )
     try:
@@ -65,10 +66,13 @@ def test_cancel_stops_an_agentloop_computing_on_its_own(
     assert failed["data"]["error"]["code"] == "cancelled"
     assert server.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle"
     # every actor message is traced, the cancel and the bridge's wake-ups included
+    # (lines reach the file within 100 ms of the message, not at once)
+    wait_for(lambda: any(line.get("command") == "CancelTurn" for line in trace_lines(tmp_path)),
+             timeout=5, what="the cancel in the trace")
     lines = trace_lines(tmp_path)
-    commands = {line.get("command") for line in lines if line["message"] == "Delivered"}
+    commands = {line.get("command") for line in lines if line["msg"] == "Delivered"}
     assert {"CreateSession", "StartTurn", "CancelTurn"} <= commands
-    messages = {(line["actor"], line["message"]) for line in lines}
+    messages = {(line["kind"], line["msg"]) for line in lines if line["dir"] == "recv"}
     assert ("session", "WatchMessage") in messages
     assert ("registry", "ReleaseMe") in messages
     assert ("registry", "Returned") in messages  # the released actor let go of the session

@@ -14,7 +14,7 @@ from typing import Any
 
 import falcon
 
-from brain import errors
+from brain import errors, request_context
 from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, HostAnswer, HostPoll, Reply
 from brain.config import BrainConfig
 from brain.host import DEFAULT_CALLS_PER_POLL, DEFAULT_WAIT_SECS, MAX_CALLS_PER_POLL, MAX_WAIT_SECS
@@ -106,7 +106,7 @@ def parse_poll(body: dict[str, Any], config: BrainConfig, scope: str | None) -> 
         raise errors.InvalidRequest("name at least one host tool or environment to serve")
     fields = HOST_POLL_BODY.spec["properties"]
     return HostPoll(
-        request_id=uuid.uuid4().hex,
+        request_id=request_context.request_id.get() or uuid.uuid4().hex,  # x-request-id
         tools=tools,
         environments=environments,
         scope=scope,
@@ -154,5 +154,6 @@ class HostCallResource:
         if not CALL_ID.match(call_id):
             raise errors.NotFound("no such host call is waiting for an answer")
         body = req.context.body
-        answer = HostAnswer(uuid.uuid4().hex, call_id, req.context.get("session_scope"), body)
+        answer = HostAnswer(request_context.request_id.get() or uuid.uuid4().hex, call_id,
+                            req.context.get("session_scope"), body)
         resp.media = _ask(self.gateway, answer, ANSWER_TIMEOUT_SECS)

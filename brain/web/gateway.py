@@ -19,6 +19,7 @@ from typing import Any
 
 from brain import errors
 from brain.actors.confine import confine_thespian
+from brain.actors.convention import member_requirements, registry_global_name
 from brain.actors.identity import (
     ForeignActorSystem,
     read_run_record,
@@ -40,6 +41,7 @@ class ActorGateway:
         self._registry: Any = None
         self._pool: list[Any] = []
         self._globals: dict[str, Any] = {}
+        self._member_registries: dict[tuple[str, str], Any] = {}  # (member, identity) -> address
 
     def _connect(self) -> None:
         with self._lock:
@@ -60,7 +62,8 @@ class ActorGateway:
                 print(f"brain web: {exc}; refusing it", file=sys.stderr, flush=True)
                 raise errors.Internal(f"the actor system on port {port} belongs to another "
                                       "data dir; this server refuses it") from None
-            self._registry = system.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+            self._registry = system.createActor(
+                Registry, globalName=registry_global_name(self._settings.member))
             self._system = system
 
     def _expected_admin(self) -> tuple[int, str]:
@@ -98,14 +101,20 @@ class ActorGateway:
         with self._lock:
             self._pool.append(endpoint)
 
-    def request(self, session_id: str, command: Command, timeout: float | None) -> dict[str, Any]:
-        """Route `command` to the session and wait for its Reply; errors come back raised."""
+    def request(self, session_id: str, command: Command, timeout: float | None,
+                member: Any = None) -> dict[str, Any]:
+        """Route `command` to the session and wait for its Reply; errors come back raised.
+
+        `member` (a brain.web.members.Member) is another convention member whose registry
+        holds the session; None is this actor system's own registry.
+        """
         self._connect()
+        registry = self._registry if member is None else self._member_registry(member)
         request_id = uuid.uuid4().hex
         wait = timeout or UNBOUNDED_WAIT_SECS
         deadline = time.monotonic() + wait
         endpoint = self._take_endpoint()
-        reply = endpoint.ask(self._registry, ToSession(request_id, session_id, command), wait)
+        reply = endpoint.ask(registry, ToSession(request_id, session_id, command), wait)
         while reply is not None and not (isinstance(reply, Reply)
                                          and reply.request_id == request_id):
             remaining = deadline - time.monotonic()
@@ -119,9 +128,28 @@ class ActorGateway:
         self._return_endpoint(endpoint)
         return reply_body(reply)
 
+    def _member_registry(self, member: Any) -> Any:
+        """Another member's registry, placed by Thespian: only that member's actor system
+        satisfies the requirements (Registry.actorSystemCapabilityCheck). Looked up once per
+        start of that member (its identity carries the boot id)."""
+        from brain.actors.registry import Registry
+
+        key = (member.name, member.identity or "")
+        address = self._member_registries.get(key)
+        if address is None:
+            address = self._system.createActor(
+                Registry, targetActorRequirements=member_requirements(member.name),
+                globalName=registry_global_name(member.name))
+            self._member_registries = {k: v for k, v in self._member_registries.items()
+                                       if k[0] != member.name}
+            self._member_registries[key] = address
+        return address
+
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
         """The address of a shared actor (created at boot; looked up once per worker)."""
         self._connect()
+        if global_name == REGISTRY_GLOBAL_NAME:
+            global_name = registry_global_name(self._settings.member)  # this member's own
         address = self._globals.get(global_name)
         if address is None:
             address = self._system.createActor(actor_class, globalName=global_name)

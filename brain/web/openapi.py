@@ -205,6 +205,10 @@ def _error_responses(schemas: _Schemas) -> dict[str, Any]:
     responses["E401"]["headers"] = {
         "WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}},
     }
+    responses["E503"]["headers"] = {
+        "Retry-After": {"description": "seconds to wait before retrying (`unavailable`)",
+                        "schema": {"type": "integer"}},
+    }
     return responses
 
 

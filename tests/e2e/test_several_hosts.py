@@ -1,0 +1,158 @@
+"""Several hosts as one Brain: two `brain serve` members of one Thespian convention.
+
+Each member has its own data dir, its own loopback address (127.0.0.2 and 127.0.0.3, standing
+for two hosts on a private network) and its own process group. Sessions created through one
+front end are spread over both data dirs; any front end serves any session; a SIGKILLed member's
+sessions answer 503 `unavailable` while the other's keep serving, and serve again, with nothing
+lost, once it is back. Every listening socket of a member is on that member's address.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brain.processes import listening_sockets
+from tests.support.server import BrainServer, group_pids
+from tests.support.sse import SseClient
+from tests.support.waiting import wait_for
+
+LEADER_HOST, MEMBER_HOST = "127.0.0.2", "127.0.0.3"
+SESSIONS = 6  # sequential creates: at least one worker takes 3 of them, alternating members
+
+
+class MemberServer(BrainServer):
+    """A `brain serve` member of a convention, on its own loopback address."""
+
+    def __init__(self, tmp_path: Path, name: str, host: str,
+                 leader: MemberServer | None = None) -> None:
+        (tmp_path / name).mkdir()
+        super().__init__(tmp_path / name / "data", env={"BRAIN_WEB_WORKERS": "2"})
+        self.name, self.host, self.leader = name, host, leader
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        leader = self.leader or self
+        env.update({"BRAIN_LISTEN": f"{self.host}:{self.port}", "BRAIN_ACTOR_BIND": self.host,
+                    "BRAIN_MEMBER": self.name,
+                    "BRAIN_CONVENTION": f"{leader.host}:{leader.actor_port}"})
+        return env
+
+    def sessions_on_disk(self) -> set[str]:
+        root = self.data_dir / "sessions"
+        return {p.name for p in root.iterdir()} if root.is_dir() else set()
+
+
+@pytest.fixture
+def convention(tmp_path: Path):
+    leader = MemberServer(tmp_path, "a", LEADER_HOST)
+    member = MemberServer(tmp_path, "b", MEMBER_HOST, leader)
+    try:
+        leader.start()
+        member.start()
+        wait_for(lambda: knows(leader, "b") and knows(member, "a"), timeout=30,
+                 what="each member forwarding to the other")
+        yield leader, member
+    finally:
+        member.kill()
+        leader.kill()
+
+
+def knows(server: MemberServer, other: str) -> bool:
+    """Whether `server` forwards to `other`: its (made-up) session is `not_found` there."""
+    resp = server.request("GET", f"/v1/sessions/0000-{other}")
+    return resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
+
+
+def assert_unavailable(resp) -> None:
+    assert resp.status_code == 503, resp.text
+    error = resp.json()["error"]
+    assert error["code"] == "unavailable", error
+    assert error["message"] and error["request_id"].startswith("req_"), error
+    assert int(resp.headers["Retry-After"]) > 0
+
+
+def create_spread(front: MemberServer, count: int = SESSIONS) -> list[str]:
+    return [front.create_session()["id"] for _ in range(count)]
+
+
+def test_sessions_spread_over_members_and_every_front_end_serves_every_session(
+        convention: tuple[MemberServer, MemberServer]) -> None:
+    leader, member = convention
+    ids = create_spread(leader)
+    on_a = {sid for sid in ids if sid.endswith("-a")}
+    on_b = {sid for sid in ids if sid.endswith("-b")}
+    assert on_a and on_b and on_a | on_b == set(ids), ids
+    assert leader.sessions_on_disk() == on_a
+    assert member.sessions_on_disk() == on_b
+
+    for sid in ids:
+        # Sent through the front end of the member that does NOT hold it, and read from both.
+        other = member if sid in on_a else leader
+        assert other.send(sid, f"hello {sid}")["status"] == "ended"
+        assert leader.events(sid) == member.events(sid)
+        transcript = leader.request("GET", f"/v1/sessions/{sid}/transcript").json()
+        assert transcript == member.request("GET", f"/v1/sessions/{sid}/transcript").json()
+        assert any(f"hello {sid}" in json.dumps(m) for m in transcript["messages"])
+        status = other.request("GET", f"/v1/sessions/{sid}").json()
+        assert status["id"] == sid and status["status"] == "idle", status
+
+    # A live stream through the front end that does not hold the session.
+    remote = sorted(on_b)[0]
+    stream = SseClient(leader.host, leader.port, f"/v1/sessions/{remote}/events", leader.token,
+                       params={"after": 0})
+    try:
+        assert stream.status == 200
+        frames = stream.events(len(member.events(remote)), timeout=30)
+        assert [int(f.id) for f in frames] == [e["sequence"] for e in member.events(remote)]
+    finally:
+        stream.close()
+
+    # A session of a member nobody has heard of: unavailable, in the contract's error shape.
+    assert_unavailable(leader.request("GET", "/v1/sessions/0000-nobody"))
+
+    # The actor ports (admin, registry, sessions, executors) and HTTP stay on each member's
+    # own address: nothing listens on all interfaces, nor on the other member's address.
+    for server in (leader, member):
+        assert server.proc is not None
+        sockets = listening_sockets(group_pids(server.proc.pid))
+        assert len({port for _, _, port in sockets}) > 3, sockets
+        assert {address for _, address, _ in sockets} == {server.host}, sockets
+
+
+def test_a_killed_member_answers_unavailable_until_it_rejoins_with_nothing_lost(
+        convention: tuple[MemberServer, MemberServer]) -> None:
+    leader, member = convention
+    ids = create_spread(leader)
+    for sid in ids:
+        assert leader.send(sid, "before")["status"] == "ended"
+    on_b = [sid for sid in ids if sid.endswith("-b")]
+    on_a = [sid for sid in ids if sid.endswith("-a")]
+    before = {sid: member.events(sid) for sid in on_b}
+
+    member.kill()  # SIGKILL of its whole process group
+
+    for sid in on_a:
+        assert leader.send(sid, "still here")["status"] == "ended"
+        assert leader.events(sid)[-1]["kind"] == "turn_ended"
+    for sid in on_b:
+        assert_unavailable(leader.request("GET", f"/v1/sessions/{sid}"))
+        assert_unavailable(leader.request("GET", f"/v1/sessions/{sid}/events"))
+        assert_unavailable(leader.request("POST", f"/v1/sessions/{sid}/messages",
+                                          json={"input": "lost?"}))
+    # New sessions go to the members that are up.
+    assert all(sid.endswith("-a") for sid in create_spread(leader, 3))
+
+    member.start()
+    wait_for(lambda: knows(leader, "b"), timeout=60, what="the member back in the convention")
+    for sid in on_b:
+        assert leader.events(sid) == before[sid]  # nothing lost, nothing added
+        assert leader.send(sid, "after")["status"] == "ended"
+        assert member.events(sid)[:len(before[sid])] == before[sid]
+    assert any(sid.endswith("-b") for sid in create_spread(leader))

@@ -8,6 +8,11 @@ left. Thespian notices a member that dies with its process group at once, becaus
 admin's connection closes; a host that vanishes from the network is noticed only when the
 member misses its periodic check-ins (docs/several-hosts.md).
 
+Thespian 4.0.1 forgets a convention when its leader restarts: the members keep believing in the
+old leader and never register with the new one. So the leader's roster writes down the admin
+address of every member it has seen (`run/convention.json`), and a restarted leader
+pre-registers them (`preRegisterRemoteSystem`), which makes Thespian invite each of them back.
+
 The web front end asks it `members` (a small dict, cached a moment per worker) to choose where
 a new session goes and where to forward a request about another member's session. It never
 forgets a member's name: a member that left is kept as `up: False`, so its sessions answer
@@ -16,8 +21,10 @@ forgets a member's name: a member that left is kept as `up: False`, so its sessi
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from thespian.actors import ActorSystemConventionUpdate
@@ -41,6 +48,8 @@ class Roster(TracedDispatcher):
         settings = Settings.from_env()
         self._members: dict[str, dict[str, Any]] = {}
         self._admins: dict[str, str] = {}  # admin address -> member name
+        self._record = settings.data_path / "run" / "convention.json"
+        self._is_leader = settings.convention == f"{settings.actor_bind}:{settings.actor_port}"
         if settings.member is not None:
             self._members[settings.member] = {
                 "url": settings.front_end_url, "up": True, "self": True,
@@ -49,6 +58,9 @@ class Roster(TracedDispatcher):
     def receiveMsg_str(self, msg: str, sender: Any) -> None:
         if msg == WATCH:
             self.notifyOnSystemRegistrationChanges(True)
+            if self._is_leader:
+                for address in recorded_members(self._record):
+                    self.preRegisterRemoteSystem(address, {})
             self.send(sender, "watching")
         elif msg == MEMBERS:
             self.send(sender, {name: dict(entry) for name, entry in self._members.items()})
@@ -64,8 +76,33 @@ class Roster(TracedDispatcher):
             self._admins[admin] = name
             self._members[name] = {
                 "url": capabilities.get(FRONT_END_CAPABILITY), "up": True, "self": False,
-                "identity": capabilities.get(IDENTITY_CAPABILITY), "admin": admin}
+                "identity": capabilities.get(IDENTITY_CAPABILITY), "admin": admin,
+                "admin_host_port": host_port(msg.remoteAdminAddress)}
             log.warning("convention: member %s joined (%s)", name, admin)
+            if self._is_leader:
+                record_members(self._record, self._members)
         elif name in self._members and self._members[name].get("admin") == admin:
             self._members[name]["up"] = False
             log.warning("convention: member %s left (%s)", name, admin)
+
+
+def host_port(address: Any) -> str | None:
+    """`HOST:PORT` of a Thespian TCP admin address, as preRegisterRemoteSystem takes it."""
+    sockname = getattr(getattr(address, "addressDetails", None), "sockname", None)
+    return f"{sockname[0]}:{sockname[1]}" if sockname else None
+
+
+def recorded_members(record: Path) -> list[str]:
+    try:
+        return [str(address) for address in json.loads(record.read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def record_members(record: Path, members: dict[str, dict[str, Any]]) -> None:
+    addresses = sorted({entry["admin_host_port"] for entry in members.values()
+                        if entry.get("admin_host_port")} | set(recorded_members(record)))
+    record.parent.mkdir(parents=True, exist_ok=True)
+    temporary = record.with_suffix(".tmp")
+    temporary.write_text(json.dumps(addresses) + "\n")
+    temporary.replace(record)

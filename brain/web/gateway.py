@@ -41,7 +41,6 @@ class ActorGateway:
         self._registry: Any = None
         self._pool: list[Any] = []
         self._globals: dict[str, Any] = {}
-        self._member_registries: dict[tuple[str, str], Any] = {}  # (member, identity) -> address
 
     def _connect(self) -> None:
         with self._lock:
@@ -130,20 +129,15 @@ class ActorGateway:
 
     def _member_registry(self, member: Any) -> Any:
         """Another member's registry, placed by Thespian: only that member's actor system
-        satisfies the requirements (Registry.actorSystemCapabilityCheck). Looked up once per
-        start of that member (its identity carries the boot id)."""
+        satisfies the requirements (Registry.actorSystemCapabilityCheck), and its admin answers
+        with the registry's global name. Looked up for each create placed there (a few ms), never
+        cached: after a restart of the convention's leader the other members are not told that
+        it came back (brain/actors/roster.py), so a cached address could be a dead one."""
         from brain.actors.registry import Registry
 
-        key = (member.name, member.identity or "")
-        address = self._member_registries.get(key)
-        if address is None:
-            address = self._system.createActor(
-                Registry, targetActorRequirements=member_requirements(member.name),
-                globalName=registry_global_name(member.name))
-            self._member_registries = {k: v for k, v in self._member_registries.items()
-                                       if k[0] != member.name}
-            self._member_registries[key] = address
-        return address
+        return self._system.createActor(
+            Registry, targetActorRequirements=member_requirements(member.name),
+            globalName=registry_global_name(member.name))
 
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
         """The address of a shared actor (created at boot; looked up once per worker)."""

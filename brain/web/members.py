@@ -2,9 +2,9 @@
 
 Only a member (BRAIN_MEMBER set) has one. The members, their front-end URLs and whether they
 are up come from this member's Roster actor (brain/actors/roster.py), asked at most once a
-second per worker. A member the roster calls up but whose front end refuses a connection (it
-died a moment ago) is treated as down too: the check costs one loopback or LAN connect, and a
-Thespian `createActor` towards a dead member would wait 50 s before failing.
+second per worker. Before a new session is placed on another member, its front end must accept
+a connection: the roster may not have heard yet of a member that died a moment ago, and a
+Thespian `createActor` towards a dead member waits 50 s before it fails.
 """
 
 from __future__ import annotations
@@ -88,10 +88,9 @@ class Convention:
         if name is None or name == self.me:
             return None
         member = self.members().get(name)
-        if member is None or not member.up or not member.url \
-                or not front_end_answers(member.url):
+        if member is None or not member.up or not member.url:
             raise unavailable(name)
-        return member
+        return member  # a refused forward is `unavailable` too (brain/web/forwarding.py)
 
     def place(self) -> Member | None:
         """The member a new session goes to, in turn over those up; None means this one."""

@@ -156,3 +156,29 @@ def test_a_killed_member_answers_unavailable_until_it_rejoins_with_nothing_lost(
         assert leader.send(sid, "after")["status"] == "ended"
         assert member.events(sid)[:len(before[sid])] == before[sid]
     assert any(sid.endswith("-b") for sid in create_spread(leader))
+
+
+def test_the_leaders_death_leaves_the_other_member_serving_until_the_leader_is_back(
+        convention: tuple[MemberServer, MemberServer]) -> None:
+    leader, member = convention
+    ids = create_spread(member)
+    on_a = [sid for sid in ids if sid.endswith("-a")]
+    on_b = [sid for sid in ids if sid.endswith("-b")]
+    assert on_a and on_b, ids
+    before = {sid: leader.events(sid) for sid in on_a}
+
+    leader.kill()
+
+    for sid in on_b:
+        assert member.send(sid, "without the leader")["status"] == "ended"
+    for sid in on_a:
+        assert_unavailable(member.request("GET", f"/v1/sessions/{sid}/transcript"))
+    assert all(sid.endswith("-b") for sid in create_spread(member, 3))
+
+    leader.start()  # members check in every 10 s, so the new leader learns of them again
+    wait_for(lambda: knows(member, "a") and knows(leader, "b"), timeout=60,
+             what="the convention formed again around the restarted leader")
+    for sid in on_a:
+        assert member.events(sid) == before[sid]
+        assert member.send(sid, "leader back")["status"] == "ended"
+    assert any(sid.endswith("-a") for sid in create_spread(member))

@@ -20,10 +20,11 @@ import time
 
 from brain.actors.confine import confine_thespian
 from brain.actors.convention import (
-    ROSTER_GLOBAL_NAME,
     convention_capabilities,
+    member_requirements,
     prepare_convention_checkins,
     registry_global_name,
+    roster_global_name,
 )
 from brain.actors.identity import (
     ACTOR_PORT_REFUSED,
@@ -128,11 +129,13 @@ def hand_out_services(asys: object, registry: object, services: dict[str, object
     asys.tell(registry, Services(services))  # type: ignore[attr-defined]
 
 
-def watch_convention(asys: object) -> None:
+def watch_convention(asys: object, member: str) -> None:
     """A member's Roster follows the convention's registrations from before `ready`."""
     from brain.actors.roster import WATCH, Roster
 
-    roster = asys.createActor(Roster, globalName=ROSTER_GLOBAL_NAME)  # type: ignore[attr-defined]
+    roster = asys.createActor(Roster,  # type: ignore[attr-defined]
+                              targetActorRequirements=member_requirements(member),
+                              globalName=roster_global_name(member))
     asys.ask(roster, WATCH, 10.0)  # type: ignore[attr-defined]
 
 
@@ -237,7 +240,7 @@ def main() -> int:
         hand_out_services(asys, registry, create_singletons(asys))
         fill_session_pool(asys, registry)
         if settings.member is not None:
-            watch_convention(asys)
+            watch_convention(asys, settings.member)
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
         write_run_record(settings, port)

@@ -37,6 +37,11 @@ def registry_global_name(member: str | None) -> str:
     return REGISTRY_GLOBAL_NAME if member is None else f"{REGISTRY_GLOBAL_NAME}.{member}"
 
 
+def roster_global_name(member: str) -> str:
+    """Each member's Roster (brain/actors/roster.py), found from the leader by this name."""
+    return f"{ROSTER_GLOBAL_NAME}.{member}"
+
+
 def member_requirements(member: str) -> dict[str, Any]:
     """`targetActorRequirements` that only `member`'s actor system satisfies."""
     return {MEMBER_CAPABILITY: member}

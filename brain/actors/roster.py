@@ -13,6 +13,11 @@ old leader and never register with the new one. So the leader's roster writes do
 address of every member it has seen (`run/convention.json`), and a restarted leader
 pre-registers them (`preRegisterRemoteSystem`), which makes Thespian invite each of them back.
 
+Thespian also tells a member about the leader only, never about the other members. So the
+leader's roster, which hears of every member, sends its whole table (`RosterTable`) to every
+other member's roster whenever a member joins or leaves; a member takes the leader's word for
+every member but itself.
+
 The web front end asks it `members` (a small dict, cached a moment per worker) to choose where
 a new session goes and where to forward a request about another member's session. It never
 forgets a member's name: a member that left is kept as `up: False`, so its sessions answer
@@ -24,12 +29,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from thespian.actors import ActorSystemConventionUpdate
 
-from brain.actors.convention import FRONT_END_CAPABILITY, MEMBER_CAPABILITY
+from brain.actors.convention import (
+    FRONT_END_CAPABILITY,
+    MEMBER_CAPABILITY,
+    accepts_member,
+    member_requirements,
+    roster_global_name,
+)
 from brain.actors.identity import IDENTITY_CAPABILITY, settings_identity
 from brain.actors.trace import TracedDispatcher
 from brain.settings import Settings
@@ -40,8 +52,20 @@ WATCH = "watch"
 MEMBERS = "members"
 
 
+@dataclass(frozen=True)
+class RosterTable:
+    """The leader's view of every member, sent to each other member's roster."""
+
+    members: dict[str, dict[str, Any]]
+
+
 class Roster(TracedDispatcher):
     trace_name = "roster"
+
+    @staticmethod
+    def actorSystemCapabilityCheck(capabilities: dict, requirements: dict) -> bool:
+        """Found from the leader by its member's requirements, like the registry."""
+        return accepts_member(capabilities, requirements)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -50,6 +74,7 @@ class Roster(TracedDispatcher):
         self._admins: dict[str, str] = {}  # admin address -> member name
         self._record = settings.data_path / "run" / "convention.json"
         self._is_leader = settings.convention == f"{settings.actor_bind}:{settings.actor_port}"
+        self._me = settings.member
         if settings.member is not None:
             self._members[settings.member] = {
                 "url": settings.front_end_url, "up": True, "self": True,
@@ -84,6 +109,25 @@ class Roster(TracedDispatcher):
         elif name in self._members and self._members[name].get("admin") == admin:
             self._members[name]["up"] = False
             log.warning("convention: member %s left (%s)", name, admin)
+        else:
+            return
+        if self._is_leader:
+            self._tell_members()
+
+    def _tell_members(self) -> None:
+        """Every other member that is up gets the whole table, looked up afresh each time (a
+        member that restarted has a new roster)."""
+        table = RosterTable({name: dict(entry) for name, entry in self._members.items()})
+        for name, entry in self._members.items():
+            if not entry.get("self") and entry.get("up"):
+                roster = self.createActor(Roster, targetActorRequirements=member_requirements(
+                    name), globalName=roster_global_name(name))
+                self.send(roster, table)
+
+    def receiveMsg_RosterTable(self, msg: RosterTable, sender: Any) -> None:
+        for name, entry in msg.members.items():
+            if name != self._me:
+                self._members[name] = {**entry, "self": False}
 
 
 def host_port(address: Any) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from brain import errors
-from brain.actors.convention import ROSTER_GLOBAL_NAME, member_of
+from brain.actors.convention import member_of, roster_global_name
 from brain.settings import Settings
 
 ROSTER_CACHE_SECS = 1.0
@@ -68,7 +68,7 @@ class Convention:
             return self._cached
         from brain.actors.roster import MEMBERS, Roster
 
-        answer = self._gateway.ask_global(ROSTER_GLOBAL_NAME, Roster, MEMBERS, 5.0)
+        answer = self._gateway.ask_global(roster_global_name(self.me), Roster, MEMBERS, 5.0)
         if not isinstance(answer, dict):
             raise errors.Internal("the convention roster did not answer")
         members = {name: Member(name, entry.get("url") or "", bool(entry.get("up")),

@@ -182,3 +182,26 @@ def test_the_leaders_death_leaves_the_other_member_serving_until_the_leader_is_b
         assert member.events(sid) == before[sid]
         assert member.send(sid, "leader back")["status"] == "ended"
     assert any(sid.endswith("-a") for sid in create_spread(member))
+
+
+def test_three_members_know_each_other_through_the_leader(tmp_path: Path) -> None:
+    """Thespian tells a member only about the leader; the leader's roster tells the rest."""
+    leader = MemberServer(tmp_path, "a", LEADER_HOST)
+    members = [leader, MemberServer(tmp_path, "b", MEMBER_HOST, leader),
+               MemberServer(tmp_path, "c", "127.0.0.4", leader)]
+    try:
+        for server in members:
+            server.start()
+        wait_for(lambda: all(knows(s, o.name) for s in members for o in members if o is not s),
+                 timeout=30, what="every member forwarding to every other")
+        ids = create_spread(members[1])  # through a member that is not the leader
+        assert {sid.rsplit("-", 1)[1] for sid in ids} == {"a", "b", "c"}, ids
+        for server in members:
+            assert server.sessions_on_disk() == {sid for sid in ids
+                                                 if sid.endswith(f"-{server.name}")}
+        for sid in ids:
+            assert members[2].send(sid, "from c")["status"] == "ended"
+            assert members[1].events(sid) == members[2].events(sid)
+    finally:
+        for server in reversed(members):
+            server.kill()

@@ -133,11 +133,17 @@ class ActorGateway:
         with the registry's global name. Looked up for each create placed there (a few ms), never
         cached: after a restart of the convention's leader the other members are not told that
         it came back (brain/actors/roster.py), so a cached address could be a dead one."""
+        from thespian.actors import ActorSystemException
+
         from brain.actors.registry import Registry
 
-        return self._system.createActor(
-            Registry, targetActorRequirements=member_requirements(member.name),
-            globalName=registry_global_name(member.name))
+        try:
+            return self._system.createActor(
+                Registry, targetActorRequirements=member_requirements(member.name),
+                globalName=registry_global_name(member.name))
+        except ActorSystemException:  # no such member any more, or it did not answer
+            raise errors.Unavailable(f"member {member.name} is not reachable; retry later"
+                                     ) from None
 
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
         """The address of a shared actor (created at boot; looked up once per worker)."""

@@ -15,38 +15,13 @@ from pathlib import Path
 import pytest
 
 from brain.processes import listening_sockets
-from tests.support.server import BrainServer, group_pids
+from tests.support.convention import MemberServer, knows
+from tests.support.server import group_pids
 from tests.support.sse import SseClient
 from tests.support.waiting import wait_for
 
 LEADER_HOST, MEMBER_HOST = "127.0.0.2", "127.0.0.3"
 SESSIONS = 6  # sequential creates: at least one worker takes 3 of them, alternating members
-
-
-class MemberServer(BrainServer):
-    """A `brain serve` member of a convention, on its own loopback address."""
-
-    def __init__(self, tmp_path: Path, name: str, host: str,
-                 leader: MemberServer | None = None) -> None:
-        (tmp_path / name).mkdir()
-        super().__init__(tmp_path / name / "data", env={"BRAIN_WEB_WORKERS": "2"})
-        self.name, self.host, self.leader = name, host, leader
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        env = super().env()
-        leader = self.leader or self
-        env.update({"BRAIN_LISTEN": f"{self.host}:{self.port}", "BRAIN_ACTOR_BIND": self.host,
-                    "BRAIN_MEMBER": self.name,
-                    "BRAIN_CONVENTION": f"{leader.host}:{leader.actor_port}"})
-        return env
-
-    def sessions_on_disk(self) -> set[str]:
-        root = self.data_dir / "sessions"
-        return {p.name for p in root.iterdir()} if root.is_dir() else set()
 
 
 @pytest.fixture
@@ -62,12 +37,6 @@ def convention(tmp_path: Path):
     finally:
         member.kill()
         leader.kill()
-
-
-def knows(server: MemberServer, other: str) -> bool:
-    """Whether `server` forwards to `other`: its (made-up) session is `not_found` there."""
-    resp = server.request("GET", f"/v1/sessions/0000-{other}")
-    return resp.status_code == 404 and resp.json()["error"]["code"] == "not_found"
 
 
 def assert_unavailable(resp) -> None:

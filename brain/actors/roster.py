@@ -1,7 +1,7 @@
 """The Roster actor: which members of the convention this actor system knows, and which are up.
 
-One per member (global name `brain.roster`), created by the boot process of a member only. It
-asks Thespian for registration updates (`notifyOnSystemRegistrationChanges`): each
+One per member (global name `brain.roster.<member>`), created by the boot process of a member
+only. It asks Thespian for registration updates (`notifyOnSystemRegistrationChanges`): each
 `ActorSystemConventionUpdate` carries a member admin's capabilities when it joins (and again
 when it rejoins after a restart, with a new boot id in its identity) and says when it has
 left. Thespian notices a member that dies with its process group at once, because the

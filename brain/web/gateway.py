@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brain import errors
 from brain.actors.confine import confine_thespian
@@ -29,6 +29,9 @@ from brain.actors.identity import (
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
 from brain.ports import local_host
 from brain.settings import Settings
+
+if TYPE_CHECKING:
+    from brain.web.members import Member
 
 UNBOUNDED_WAIT_SECS = 7 * 24 * 3600.0
 
@@ -101,11 +104,11 @@ class ActorGateway:
             self._pool.append(endpoint)
 
     def request(self, session_id: str, command: Command, timeout: float | None,
-                member: Any = None) -> dict[str, Any]:
+                member: Member | None = None) -> dict[str, Any]:
         """Route `command` to the session and wait for its Reply; errors come back raised.
 
-        `member` (a brain.web.members.Member) is another convention member whose registry
-        holds the session; None is this actor system's own registry.
+        `member` is another convention member whose registry holds the session; None is this
+        actor system's own registry.
         """
         self._connect()
         registry = self._registry if member is None else self._member_registry(member)
@@ -123,11 +126,13 @@ class ActorGateway:
             reply = endpoint.listen(remaining)
         if reply is None:
             endpoint.exit_clone()
+            if member is not None:  # the member holding it may have died meanwhile
+                raise errors.Unavailable(f"member {member.name} did not answer; retry later")
             raise errors.Internal("the session did not answer in time")
         self._return_endpoint(endpoint)
         return reply_body(reply)
 
-    def _member_registry(self, member: Any) -> Any:
+    def _member_registry(self, member: Member) -> Any:
         """Another member's registry, placed by Thespian: only that member's actor system
         satisfies the requirements (Registry.actorSystemCapabilityCheck), and its admin answers
         with the registry's global name. Looked up for each create placed there (a few ms), never

@@ -20,6 +20,7 @@ class BrainError(Exception):
 
     code = "internal"
     status = 500
+    retry_after: int | None = None  # seconds, sent as `Retry-After` when set
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -64,6 +65,16 @@ TeardownFailed = _error("TeardownFailed", "teardown_failed", 502,
                         "an Environment could not be torn down")
 Draining = _error("Draining", "draining", 503,
                   "the server is shutting down and admits no new work")
+
+
+class Unavailable(BrainError):
+    """the convention member holding the session is down; retry after `Retry-After` s"""
+
+    code = "unavailable"
+    status = 503
+    retry_after = 5
+
+
 Internal = _error("Internal", "internal", 500, "anything else; the message reveals nothing")
 
 BY_CODE: dict[str, type[BrainError]] = {
@@ -72,7 +83,8 @@ BY_CODE: dict[str, type[BrainError]] = {
         InvalidRequest, Unauthorized, Forbidden, NotFound, SessionBusy, SessionEnded,
         SessionActive, IdempotencyConflict, RequestInProgress, IdempotencyAmbiguous,
         AlreadyAnswered,
-        PayloadTooLarge, UnsupportedMediaType, SessionDamaged, TeardownFailed, Draining, Internal,
+        PayloadTooLarge, UnsupportedMediaType, SessionDamaged, TeardownFailed, Draining,
+        Unavailable, Internal,
     )
 }
 

@@ -8,6 +8,7 @@ renders the docs table from these declarations, so docs and code cannot drift ap
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,20 @@ def _log_format(raw: str) -> str:
     if raw.strip().lower() not in ("text", "json"):
         raise ValueError("expected text or json")
     return raw.strip().lower()
+def _member_name(raw: str) -> str:
+    if not MEMBER_NAME.fullmatch(raw):
+        raise ValueError("expected 1-16 lowercase letters and digits")
+    return raw
+
+
+MEMBER_NAME = re.compile(r"[a-z0-9]{1,16}")
+"""A convention member's name; it ends the id of every session the member holds."""
+
+
+def _url(raw: str) -> str:
+    if not raw.startswith(("http://", "https://")):
+        raise ValueError("expected an http:// or https:// URL")
+    return raw.rstrip("/")
 
 
 def _optional_path(raw: str) -> Path | None:
@@ -139,6 +154,15 @@ SETTINGS: tuple[Setting, ...] = (
             "`$BRAIN_DATA_DIR/run/actor.json`"),
     Setting("actor_bind", "BRAIN_ACTOR_BIND", "127.0.0.1", str,
             "address every Thespian socket binds to; loopback unless a private convention network"),
+    Setting("member", "BRAIN_MEMBER", None, _member_name,
+            "this server's name in a convention of several hosts (docs/several-hosts.md); "
+            "unset = a single host, with no convention", "unset"),
+    Setting("convention", "BRAIN_CONVENTION", None, _listen,
+            "HOST:PORT of the convention leader's actor admin (the leader names its own "
+            "BRAIN_ACTOR_BIND:BRAIN_ACTOR_PORT); required with BRAIN_MEMBER", "unset"),
+    Setting("member_url", "BRAIN_MEMBER_URL", None, _url,
+            "the URL other members forward this member's sessions to",
+            "`http://` + BRAIN_LISTEN"),
     Setting("web_workers", "BRAIN_WEB_WORKERS", 2, _positive_int, "gunicorn gevent workers"),
     Setting("agentloop_memory_mb", "BRAIN_AGENTLOOP_MEMORY_MB", 256, _positive_int,
             "linear memory limit of one Agentloop instance"),
@@ -177,6 +201,9 @@ class Settings:
     config: Path | None
     actor_port: int | None
     actor_bind: str
+    member: str | None
+    convention: str | None
+    member_url: str | None
     web_workers: int
     agentloop_memory_mb: int
     segment_bytes: int
@@ -196,6 +223,8 @@ class Settings:
                 values[setting.attr] = setting.parse(raw)
             except ValueError as exc:
                 raise SettingError(f"{setting.env}={raw!r}: {exc}") from None
+        if (values["member"] is None) != (values["convention"] is None):
+            raise SettingError("BRAIN_MEMBER and BRAIN_CONVENTION are set together or not at all")
         return cls(**values)
 
     @property
@@ -210,6 +239,11 @@ class Settings:
     def environments_path(self) -> Path:
         """Local Environment working trees: `{session_id}/{name}/` below it."""
         return self.data_path / "environments"
+
+    @property
+    def front_end_url(self) -> str:
+        """The URL this server's HTTP front end is reached at by the other members."""
+        return self.member_url or f"http://{self.listen}"
 
     @property
     def listen_host_port(self) -> tuple[str, int]:

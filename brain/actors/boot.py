@@ -19,6 +19,13 @@ import threading
 import time
 
 from brain.actors.confine import confine_thespian
+from brain.actors.convention import (
+    convention_capabilities,
+    member_requirements,
+    prepare_convention_checkins,
+    registry_global_name,
+    roster_global_name,
+)
 from brain.actors.data_dir_lock import DataDirTaken, hold_data_dir
 from brain.actors.identity import (
     ACTOR_PORT_REFUSED,
@@ -34,7 +41,6 @@ from brain.actors.messages import (
     HOST_DISPATCHER_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
-    REGISTRY_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     FillPool,
     Recover,
@@ -42,6 +48,7 @@ from brain.actors.messages import (
     ToSession,
 )
 from brain.actors.proctitle import name_thespian_processes
+from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.sessions.scan import sessions_in_flight
@@ -124,6 +131,16 @@ def hand_out_services(asys: object, registry: object, services: dict[str, object
     asys.tell(registry, Services(services))  # type: ignore[attr-defined]
 
 
+def watch_convention(asys: object, member: str) -> None:
+    """A member's Roster follows the convention's registrations from before `ready`."""
+    from brain.actors.roster import WATCH, Roster
+
+    roster = asys.createActor(Roster,  # type: ignore[attr-defined]
+                              targetActorRequirements=member_requirements(member),
+                              globalName=roster_global_name(member))
+    asys.ask(roster, WATCH, 10.0)  # type: ignore[attr-defined]
+
+
 POOL_FILL_TIMEOUT_SECS = 60.0
 
 
@@ -139,8 +156,10 @@ def fill_session_pool(asys: object, registry: object) -> None:
 
 
 def actor_capabilities(settings: Settings, port: int) -> dict[str, object]:
-    """The admin's capabilities: its port, and whose data dir it serves (brain/actors/identity)."""
-    return {"Admin Port": port, IDENTITY_CAPABILITY: settings_identity(settings)}
+    """The admin's capabilities: its port, whose data dir it serves (brain/actors/identity),
+    and, for a member of a convention, its name, front end and leader (brain/actors/convention)."""
+    return {"Admin Port": port, IDENTITY_CAPABILITY: settings_identity(settings),
+            **convention_capabilities(settings)}
 
 
 def reap_exited_children() -> None:
@@ -206,6 +225,9 @@ def main() -> int:
         return refuse(f"actor port {port} (BRAIN_ACTOR_PORT) is already in use")
     os.environ["BRAIN_ACTOR_PORT"] = str(port)  # what every actor's Settings then reads
     preload_for_actors()
+    if settings.member is not None:
+        prepare_convention_checkins(settings)  # before Thespian's admin module is imported
+        patch_forwarded_creates()
     from thespian.actors import ActorSystem
 
     from brain.actors.registry import Registry
@@ -220,9 +242,11 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        registry = asys.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+        registry = asys.createActor(Registry, globalName=registry_global_name(settings.member))
         hand_out_services(asys, registry, create_singletons(asys))
         fill_session_pool(asys, registry)
+        if settings.member is not None:
+            watch_convention(asys, settings.member)
         for session_id in sessions_in_flight(settings.sessions_path):
             asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
         write_run_record(settings, port)

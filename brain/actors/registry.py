@@ -19,6 +19,7 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
+from brain.actors.convention import accepts_member
 from brain.actors.messages import (
     Delivered,
     FillPool,
@@ -52,6 +53,12 @@ class SessionSlot:
 
 class Registry(TracedDispatcher):
     trace_name = "registry"
+
+    @staticmethod
+    def actorSystemCapabilityCheck(capabilities: dict, requirements: dict) -> bool:
+        """In a convention, a member's registry is made on that member alone (so is found
+        from any member by its requirements; brain/actors/convention.py)."""
+        return accepts_member(capabilities, requirements)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -12,9 +12,11 @@ from brain.config import BrainConfig
 from brain.operator_token import read_operator_token
 from brain.settings import Settings
 from brain.web import errors as web_errors
+from brain.web.forwarding import ForwardingMiddleware
 from brain.web.gateway import ActorGateway
 from brain.web.idempotency_middleware import IdempotencyMiddleware
 from brain.web.live_hub import LiveHub
+from brain.web.members import Convention
 from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
 from brain.web.openapi import OpenApiResource, openapi_document
 from brain.web.resources.console import ConsoleAssetResource, ConsolePageResource
@@ -33,10 +35,14 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
         hub = LiveHub(settings.data_path)
         hub.start()
     worker_metrics = WorkerMetrics(gateway, hub)
+    convention = Convention(settings, gateway) if settings.member is not None else None
     app = falcon.App(
         # process_resource runs in this order, so a request is authenticated and admitted
         # before its Idempotency-Key is claimed; the claim must be the last step before work.
-        middleware=[RequestIdMiddleware(), AuthMiddleware(operator_token, settings.sessions_path),
+        # A request about another member's session is forwarded before all of that.
+        middleware=[RequestIdMiddleware(),
+                    *([ForwardingMiddleware(convention)] if convention is not None else []),
+                    AuthMiddleware(operator_token, settings.sessions_path),
                     DrainMiddleware(settings.data_path), worker_metrics,
                     IdempotencyMiddleware(settings)],
     )
@@ -47,7 +53,7 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     app.add_route("/metrics", MetricsResource(gateway))
     app.add_route("/console", ConsolePageResource())
     app.add_route("/console/{asset}", ConsoleAssetResource())
-    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway))
+    app.add_route("/v1/sessions", SessionsResource(settings, config, gateway, convention))
     app.add_route("/v1/sessions/{session_id}", SessionResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/messages", MessagesResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/events", EventsResource(settings, hub))

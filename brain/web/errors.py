@@ -47,6 +47,8 @@ def handle_brain_error(req: falcon.Request, resp: falcon.Response, ex: errors.Br
     _respond(req, resp, ex.status, ex.code, ex.message)
     if ex.code == "unauthorized":
         resp.set_header("WWW-Authenticate", "Bearer")
+    if ex.retry_after is not None:
+        resp.set_header("Retry-After", str(ex.retry_after))
 
 
 def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError,

@@ -15,10 +15,11 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brain import errors, request_context
 from brain.actors.confine import confine_thespian
+from brain.actors.convention import member_requirements, registry_global_name
 from brain.actors.identity import (
     ForeignActorSystem,
     read_run_record,
@@ -29,6 +30,9 @@ from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSessio
 from brain.ports import local_host
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
+
+if TYPE_CHECKING:
+    from brain.web.members import Member
 
 UNBOUNDED_WAIT_SECS = 7 * 24 * 3600.0
 
@@ -61,7 +65,8 @@ class ActorGateway:
                 print(f"brain web: {exc}; refusing it", file=sys.stderr, flush=True)
                 raise errors.Internal(f"the actor system on port {port} belongs to another "
                                       "data dir; this server refuses it") from None
-            self._registry = system.createActor(Registry, globalName=REGISTRY_GLOBAL_NAME)
+            self._registry = system.createActor(
+                Registry, globalName=registry_global_name(self._settings.member))
             self._system = system
 
     def _expected_admin(self) -> tuple[int, str]:
@@ -99,9 +104,15 @@ class ActorGateway:
         with self._lock:
             self._pool.append(endpoint)
 
-    def request(self, session_id: str, command: Command, timeout: float | None) -> dict[str, Any]:
-        """Route `command` to the session and wait for its Reply; errors come back raised."""
+    def request(self, session_id: str, command: Command, timeout: float | None,
+                member: Member | None = None) -> dict[str, Any]:
+        """Route `command` to the session and wait for its Reply; errors come back raised.
+
+        `member` is another convention member whose registry holds the session; None is this
+        actor system's own registry.
+        """
         self._connect()
+        registry = self._registry if member is None else self._member_registry(member)
         # The client's x-request-id, so a trace (and a log line) can be found by it. Reusing it
         # for a second ask of the same request is safe: a timed-out endpoint is never reused.
         request_id = request_context.request_id.get() or uuid.uuid4().hex
@@ -109,8 +120,8 @@ class ActorGateway:
         deadline = time.monotonic() + wait
         endpoint = self._take_endpoint()
         message = ToSession(request_id, session_id, command)
-        trace_ask("send", self._registry, message)
-        reply = endpoint.ask(self._registry, message, wait)
+        trace_ask("send", registry, message)
+        reply = endpoint.ask(registry, message, wait)
         while reply is not None and not (isinstance(reply, Reply)
                                          and reply.request_id == request_id):
             remaining = deadline - time.monotonic()
@@ -120,17 +131,39 @@ class ActorGateway:
             reply = endpoint.listen(remaining)
         if reply is None:
             endpoint.exit_clone()
+            if member is not None:  # the member holding it may have died meanwhile
+                raise errors.Unavailable(f"member {member.name} did not answer; retry later")
             raise errors.Internal("the session did not answer in time")
-        trace_ask("recv", self._registry, reply, session_id)
+        trace_ask("recv", registry, reply, session_id)
         self._return_endpoint(endpoint)
         sequence = (reply.body or {}).get("sequence")
         if isinstance(sequence, int):
             request_context.sequence.set(sequence)
         return reply_body(reply)
 
+    def _member_registry(self, member: Member) -> Any:
+        """Another member's registry, placed by Thespian: only that member's actor system
+        satisfies the requirements (Registry.actorSystemCapabilityCheck), and its admin answers
+        with the registry's global name. Looked up for each create placed there (a few ms), never
+        cached: after a restart of the convention's leader the other members are not told that
+        it came back (brain/actors/roster.py), so a cached address could be a dead one."""
+        from thespian.actors import ActorSystemException
+
+        from brain.actors.registry import Registry
+
+        try:
+            return self._system.createActor(
+                Registry, targetActorRequirements=member_requirements(member.name),
+                globalName=registry_global_name(member.name))
+        except ActorSystemException:  # no such member any more, or it did not answer
+            raise errors.Unavailable(f"member {member.name} is not reachable; retry later"
+                                     ) from None
+
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
         """The address of a shared actor (created at boot; looked up once per worker)."""
         self._connect()
+        if global_name == REGISTRY_GLOBAL_NAME:
+            global_name = registry_global_name(self._settings.member)  # this member's own
         address = self._globals.get(global_name)
         if address is None:
             address = self._system.createActor(actor_class, globalName=global_name)

@@ -30,6 +30,7 @@ from brain.web.contract import (
     operation,
     operation_of,
 )
+from brain.web.forwarding import SESSION_PREFIX
 from brain.web.idempotency import MAX_KEY_LENGTH
 from brain.web.middleware import is_public
 from brain.web.resources.console import ASSETS as CONSOLE_ASSETS
@@ -154,6 +155,9 @@ def _operation(declared: Operation, path: str, idempotent: bool,
         **{str(status): _answer(answer, schemas) for status, answer in declared.answers.items()},
         **{str(s): {"$ref": f"#/components/responses/E{s}"} for s in declared.errors},
     }
+    if path.startswith(SESSION_PREFIX):
+        # Several hosts: any front end answers `unavailable` for a session whose member is down.
+        op["responses"]["503"] = {"$ref": "#/components/responses/E503"}
     if is_public(path):
         op["security"] = []
     return op
@@ -204,6 +208,10 @@ def _error_responses(schemas: _Schemas) -> dict[str, Any]:
     }
     responses["E401"]["headers"] = {
         "WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}},
+    }
+    responses["E503"]["headers"] = {
+        "Retry-After": {"description": "seconds to wait before retrying (`unavailable`)",
+                        "schema": {"type": "integer"}},
     }
     return responses
 

@@ -9,6 +9,7 @@ from typing import Any
 import falcon
 
 from brain import errors
+from brain.actors.convention import member_session_id
 from brain.actors.messages import CreateSession
 from brain.config import CREATE_FIELDS, MAX_IDLE_TTL_MS, BrainConfig, seed_transcript
 from brain.settings import Settings
@@ -21,6 +22,7 @@ from brain.web.contract import (
     operation,
 )
 from brain.web.gateway import ActorGateway
+from brain.web.members import Convention
 from brain.web.reads import session_resource
 from brain.web.resources.lifecycle import delete_session
 from brain.web.schema import Schema, optional
@@ -77,10 +79,12 @@ class SessionsResource:
     admits_work = True
     idempotent = {"POST": "create"}
 
-    def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway) -> None:
+    def __init__(self, settings: Settings, config: BrainConfig, gateway: ActorGateway,
+                 convention: Convention | None = None) -> None:
         self.settings = settings
         self.config = config
         self.gateway = gateway
+        self.convention = convention  # a member of several hosts spreads new sessions
 
     @operation("createSession", "Create a session from configured names",
                {201: Answer("The new session", SESSION, ("Location",))},
@@ -88,9 +92,11 @@ class SessionsResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = req.context.body
         resolved = self.config.resolve_create(body)  # configured names, the seed's messages
-        session_id = new_session_id()
+        member = self.convention.place() if self.convention is not None else None
+        session_id = member_session_id(new_session_id(),
+                                       member.name if member else self.settings.member)
         view = self.gateway.request(session_id, CreateSession(resolved, seed_transcript(body)),
-                                    CREATE_TIMEOUT_SECS)
+                                    CREATE_TIMEOUT_SECS, member)
         resp.status = falcon.HTTP_201
         resp.media = view
         resp.set_header("Location", f"/v1/sessions/{session_id}")

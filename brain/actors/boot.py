@@ -41,6 +41,7 @@ from brain.actors.messages import (
     ToSession,
 )
 from brain.actors.proctitle import name_thespian_processes
+from brain.actors.thespian_select import use_one_shot_poll
 from brain.ports import free_port, local_host, port_is_free
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
@@ -193,6 +194,7 @@ def main() -> int:
     settings = Settings.from_env()
     logging.basicConfig(level=logging.WARNING)
     confine_thespian(settings.actor_bind)
+    use_one_shot_poll()  # the admin and every actor are forks of this process
     keep_admin_in_this_process_group()
     name_thespian_processes()
     port = settings.actor_port or free_port(settings.actor_bind)

@@ -45,7 +45,7 @@ from brain.actors.messages import (
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
-from brain.journal import CorruptJournal, JournalError, JournalWriter, SessionReader
+from brain.journal import CorruptJournal, JournalError, JournalWriter
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
 from brain.sessions import core
@@ -205,9 +205,10 @@ class SessionActor(BridgedActor):
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return errors.NotFound("no such session"), frozenset()
             else:
-                self.writer = JournalWriter.open(journal_dir,
+                self.writer = JournalWriter.open(journal_dir, project=True,
                                                  segment_bytes=self.settings.segment_bytes)
-                self._step(Opened(SessionReader(self.session_dir).projection()))
+                opened, self.writer.opened = self.writer.opened, None  # folded in the open
+                self._step(Opened(opened))
         except CorruptJournal as exc:
             log.error("session %s damaged, %s refused: %s at byte offset %d (sequence %s): %s",
                       self.core.session_id, type(command).__name__, exc.path, exc.offset,
@@ -264,8 +265,18 @@ class SessionActor(BridgedActor):
         self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
 
     def _checkpoint(self) -> None:
+        """At a moment of rest (a turn ended, a session created, ended, recovered): write the
+        checkpoint when enough was committed since the last one, and always for a session
+        that has settled (ended or failed: its tail would otherwise be replayed by every read
+        from now on). Not on every turn, nor on release, which under the default policy
+        follows every turn (docs/decisions.md, "The checkpoint off the turn's path")."""
+        writer = self.writer
+        settled = self.core.projection.status in core.SETTLED
+        if writer is None or not (writer.checkpoint_due
+                                  or (settled and writer.records_since_checkpoint)):
+            return
         try:
-            self.writer.write_checkpoint(self.core.projection)
+            writer.write_checkpoint(self.core.projection)
         except Exception:
             log.exception("session %s: checkpoint not written (the journal stays canonical)",
                           self.core.session_id)

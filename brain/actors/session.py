@@ -83,6 +83,8 @@ class SessionActor(BridgedActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
+        # Resolved once: `Settings.data_path` resolves symlinks (a syscall per component).
+        self.sessions_path = self.settings.sessions_path
         self.live = LivePublisher(self.settings.data_path)
         self.registry: Any = None
         self.services: dict[str, Any] = {}
@@ -189,7 +191,7 @@ class SessionActor(BridgedActor):
 
     @property
     def session_dir(self) -> Path:
-        return self.settings.sessions_path / self.core.session_id
+        return self.sessions_path / self.core.session_id
 
     def _open_for(self, command: Any) -> tuple[errors.BrainError | None, frozenset[str]]:
         """Open the journal for a command (or, kept open since an earlier one, repeat the CRC

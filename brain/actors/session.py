@@ -46,6 +46,7 @@ from brain.actors.messages import (
 )
 from brain.actors.proctitle import rename_actor_process
 from brain.journal import CorruptJournal, JournalError, JournalWriter
+from brain.journal.events import is_public, transcript_length_after
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
 from brain.sessions import core
@@ -264,7 +265,8 @@ class SessionActor(BridgedActor):
                                f"{committed[-1]['seq']}")
         for record in committed:
             _count(self.metrics, record)
-        self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
+        if _has_public_event(committed, self.core.projection):
+            self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
 
     def _checkpoint(self) -> None:
         """At a moment of rest (a turn ended, a session created, ended, recovered): write the
@@ -343,6 +345,19 @@ def _limits(settings: Settings) -> Limits:
                   max_tool_secs=settings.max_tool_secs,
                   max_emitted_bytes=settings.max_emitted_bytes,
                   idle_ttl_ms=settings.session_idle_ttl_ms)
+
+
+def _has_public_event(records: list[dict[str, Any]], before: Any) -> bool:
+    """Whether a committed batch holds an Event. Live hints exist for SSE followers, which
+    deliver only Events: a batch of private records (a plain transcript append, kv) would wake
+    every web worker for nothing (a tool turn commits six such batches). The projection is the
+    one before the batch; a follower that missed a hint re-reads at its next keep-alive."""
+    length = len(before.transcript) if before is not None else 0
+    for record in records:
+        if is_public(record, length):
+            return True
+        length = transcript_length_after(record, length)
+    return False
 
 
 _EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed", "tool_call_ended",

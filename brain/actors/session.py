@@ -273,11 +273,12 @@ class SessionActor(BridgedActor):
         checkpoint when enough was committed since the last one, and always for a session
         that has settled (ended or failed: its tail would otherwise be replayed by every read
         from now on). Not on every turn, nor on release, which under the default policy
-        follows every turn (docs/decisions.md, "The checkpoint off the turn's path")."""
-        writer = self.writer
-        settled = self.core.projection.status in core.SETTLED
-        if writer is None or not (writer.checkpoint_due
-                                  or (settled and writer.records_since_checkpoint)):
+        follows every turn (docs/decisions.md, "Per-turn cost of a released session's turn")."""
+        writer, projection = self.writer, self.core.projection
+        if writer is None or projection is None:
+            return
+        settled = projection.status in core.SETTLED
+        if not (writer.checkpoint_due or (settled and writer.records_since_checkpoint)):
             return
         try:
             writer.write_checkpoint(self.core.projection)

@@ -49,6 +49,7 @@ from brain.actors.messages import (
 )
 from brain.actors.proctitle import name_thespian_processes
 from brain.actors.thespian_convention import patch_forwarded_creates
+from brain.actors.thespian_select import use_one_shot_poll
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.sessions.scan import sessions_in_flight
@@ -214,6 +215,7 @@ def main() -> int:
     settings = Settings.from_env()
     configure_root(logging.WARNING)
     confine_thespian(settings.actor_bind)
+    use_one_shot_poll()  # the admin and every actor are forks of this process
     keep_admin_in_this_process_group()
     name_thespian_processes()
     try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from brain.actors.bridge import ExecutorActor
 from brain.actors.messages import EffectDone, RunModelCall
+from brain.actors.providers import ProviderCache
 from brain.effects import Outcome
 from brain.live import LivePublisher
 from brain.settings import Settings
@@ -26,19 +27,20 @@ class ModelExecutor(ExecutorActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.live = LivePublisher(Settings.from_env().data_path)
+        self.providers = ProviderCache()
 
     def receiveMsg_RunModelCall(self, msg: RunModelCall, sender: Any) -> None:
         self.start_effect(msg, sender)
 
     def run(self, msg: RunModelCall, cancel: threading.Event) -> EffectDone:
-        from brain.models import ModelCallError, make_provider
+        from brain.models import ModelCallError
 
         def on_delta(text: str) -> None:
             if text:
                 self.live.model_delta(msg.session_id, msg.started, text)
 
         try:
-            provider = make_provider(msg.model["name"], msg.model, os.environ)
+            provider = self.providers.get(msg.model["name"], msg.model, os.environ)
             result = provider.call(msg.request, on_delta, cancel)
         except ModelCallError as exc:
             error: dict[str, Any] = {"message": exc.message}

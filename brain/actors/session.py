@@ -45,7 +45,8 @@ from brain.actors.messages import (
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
-from brain.journal import CorruptJournal, JournalError, JournalWriter, SessionReader
+from brain.journal import CorruptJournal, JournalError, JournalWriter
+from brain.journal.events import is_public, transcript_length_after
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
 from brain.sessions import core
@@ -83,6 +84,8 @@ class SessionActor(BridgedActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
+        # Resolved once: `Settings.data_path` resolves symlinks (a syscall per component).
+        self.sessions_path = self.settings.sessions_path
         self.live = LivePublisher(self.settings.data_path)
         self.registry: Any = None
         self.services: dict[str, Any] = {}
@@ -192,7 +195,7 @@ class SessionActor(BridgedActor):
 
     @property
     def session_dir(self) -> Path:
-        return self.settings.sessions_path / self.core.session_id
+        return self.sessions_path / self.core.session_id
 
     def _open_for(self, command: Any) -> tuple[errors.BrainError | None, frozenset[str]]:
         """Open the journal for a command (or, kept open since an earlier one, repeat the CRC
@@ -208,9 +211,10 @@ class SessionActor(BridgedActor):
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return errors.NotFound("no such session"), frozenset()
             else:
-                self.writer = JournalWriter.open(journal_dir,
+                self.writer = JournalWriter.open(journal_dir, project=True,
                                                  segment_bytes=self.settings.segment_bytes)
-                self._step(Opened(SessionReader(self.session_dir).projection()))
+                opened, self.writer.opened = self.writer.opened, None  # folded in the open
+                self._step(Opened(opened))
         except CorruptJournal as exc:
             log.error("session %s damaged, %s refused: %s at byte offset %d (sequence %s): %s",
                       self.core.session_id, type(command).__name__, exc.path, exc.offset,
@@ -265,11 +269,23 @@ class SessionActor(BridgedActor):
         for record in committed:
             _count(self.metrics, record)
         self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
-        self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
+        if _has_public_event(committed, self.core.projection):
+            self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
 
     def _checkpoint(self) -> None:
+        """At a moment of rest (a turn ended, a session created, ended, recovered): write the
+        checkpoint when enough was committed since the last one, and always for a session
+        that has settled (ended or failed: its tail would otherwise be replayed by every read
+        from now on). Not on every turn, nor on release, which under the default policy
+        follows every turn (docs/decisions.md, "Per-turn cost of a released session's turn")."""
+        writer, projection = self.writer, self.core.projection
+        if writer is None or projection is None:
+            return
+        settled = projection.status in core.SETTLED
+        if not (writer.checkpoint_due or (settled and writer.records_since_checkpoint)):
+            return
         try:
-            self.writer.write_checkpoint(self.core.projection)
+            writer.write_checkpoint(self.core.projection)
         except Exception:
             log.exception("session %s: checkpoint not written (the journal stays canonical)",
                           self.core.session_id)
@@ -334,6 +350,19 @@ def _limits(settings: Settings) -> Limits:
                   max_tool_secs=settings.max_tool_secs,
                   max_emitted_bytes=settings.max_emitted_bytes,
                   idle_ttl_ms=settings.session_idle_ttl_ms)
+
+
+def _has_public_event(records: list[dict[str, Any]], before: Any) -> bool:
+    """Whether a committed batch holds an Event. Live hints exist for SSE followers, which
+    deliver only Events: a batch of private records (a plain transcript append, kv) would wake
+    every web worker for nothing (a tool turn commits six such batches). The projection is the
+    one before the batch; a follower that missed a hint re-reads at its next keep-alive."""
+    length = len(before.transcript) if before is not None else 0
+    for record in records:
+        if is_public(record, length):
+            return True
+        length = transcript_length_after(record, length)
+    return False
 
 
 _EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed", "tool_call_ended",

@@ -46,11 +46,17 @@ from brain.journal.segments import (
     fsync_dir,
     segment_name,
 )
+from brain.journal.synced_mark import mark_synced
 
 log = logging.getLogger("brain.journal")
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
 CHECKPOINT_NAME = "checkpoint"
+CHECKPOINT_RECORDS = 64
+CHECKPOINT_BYTES = 256 << 10
+"""A checkpoint is due once this many records, or bytes of frames, were committed after the
+one on disk: an open then replays at most about that much (~4 us a record), where writing a
+checkpoint after every turn cost a whole-projection encode and two fsyncs each time."""
 _DEFAULT = object()
 _RESERVED = ("seq", "kind", "at")
 _extend_crc = google_crc32c.extend
@@ -84,6 +90,9 @@ class JournalWriter(JournalOpening):
         self._broken: BaseException | None = None
         self._clock: Callable[[], int] = _now_ms
         self._checkpoint_path: Path | None = None
+        self._flushed = -1  # bytes of the open segment known flushed (-1: not yet)
+        self._since_checkpoint = (0, 0)  # records, frame bytes committed after the checkpoint
+        self.opened: Projection | None = None  # the projection at open, when asked for
         self._encode = record_encoder()  # this writer's thread only, like the writer
 
     # --- open and recovery ---------------------------------------------------------------------
@@ -96,6 +105,7 @@ class JournalWriter(JournalOpening):
         *,
         checkpoint_path: Any = _DEFAULT,
         clock: Callable[[], int] | None = None,
+        project: bool = False,
     ) -> JournalWriter:
         """Open (creating if missing) a journal, recover it, and return its writer.
 
@@ -104,7 +114,9 @@ class JournalWriter(JournalOpening):
         first bad frame, wherever it is. `checkpoint_path` (default: `checkpoint` beside the
         journal directory, None for none) spares decoding the history it covers, which is
         verified by one CRC pass over its segment bytes instead (see `history.py`); it is
-        rebuilt from the journal when it is missing, damaged or stale.
+        rebuilt from the journal when it is damaged or stale, and when it is missing once it is
+        due (`checkpoint_due`). `project=True` also leaves the projection through the last
+        record in `opened`, folded in the same pass.
         """
         if segment_bytes < SEGMENT_HEADER_SIZE + FRAME_HEADER_SIZE:
             raise ValueError("segment_bytes is too small")
@@ -118,7 +130,7 @@ class JournalWriter(JournalOpening):
         _make_dir(self.journal_dir)
         self._lock()
         try:
-            self._recover()
+            self._recover(project)
         except BaseException:
             self.close()
             raise
@@ -176,10 +188,12 @@ class JournalWriter(JournalOpening):
         self._segment_crc = _extend_crc(self._segment_crc, data)
         self._add_seek_points(committed, first, base, offsets)
         self._last_frame = (self._segment, base + offsets[-1], last_crc)
-        self._size = base + len(data)
+        self._size = self._flushed = base + len(data)
         self.last_seq = seq - 1
         self._last_at = at
         self._transcript_length = length
+        records_since, bytes_since = self._since_checkpoint
+        self._since_checkpoint = (records_since + len(committed), bytes_since + len(data))
         return committed
 
     def _add_seek_points(
@@ -199,6 +213,7 @@ class JournalWriter(JournalOpening):
         try:
             path = create_segment(self.journal_dir, first_seq)
             self._open_segment(first_seq, path)
+            self._flushed = self._size  # create_segment flushed its header
             self._history.append(closed)
             self._segment_crc = crc32c(encode_segment_header(first_seq))
         except OSError as exc:
@@ -209,11 +224,21 @@ class JournalWriter(JournalOpening):
 
     # --- checkpoint ----------------------------------------------------------------------------
 
+    @property
+    def checkpoint_due(self) -> bool:
+        """Whether enough was committed since the checkpoint on disk to write a new one."""
+        records_since, bytes_since = self._since_checkpoint
+        return records_since >= CHECKPOINT_RECORDS or bytes_since >= CHECKPOINT_BYTES
+
+    @property
+    def records_since_checkpoint(self) -> int:
+        return self._since_checkpoint[0]
+
     def write_checkpoint(self, projection: Projection) -> None:
         """Save `projection` (which must be folded through `last_seq`) as the checkpoint.
 
-        Call it after a turn, not per commit: it is a whole-file rewrite with two fsyncs. It
-        is a cache; losing it costs only a replay.
+        Call it when `checkpoint_due`, not per commit: it is a whole-file rewrite with two
+        fsyncs. It is a cache; losing it costs only a replay.
         """
         if self._checkpoint_path is None or self.last_seq == 0:
             return
@@ -237,12 +262,16 @@ class JournalWriter(JournalOpening):
             (*self._history, SegmentDigest(self._segment, self._size, self._segment_crc)),
         )
         write_checkpoint(self._checkpoint_path, cp, projection)
+        self._since_checkpoint = (0, 0)
 
     # --- closing -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the segment and the lock. Idempotent."""
+        """Release the segment and the lock. Idempotent. A healthy writer tags the segment as
+        flushed through its size, which spares the next open a flush (synced_mark.py)."""
         if self._fd is not None:
+            if self._broken is None and self._flushed == self._size:
+                mark_synced(self._fd, self._size)
             os.close(self._fd)
             self._fd = None
         if self._lock_fd is not None:

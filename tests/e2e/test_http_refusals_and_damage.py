@@ -19,6 +19,7 @@ import requests
 
 from brain.journal import JournalScan, load_checkpoint
 from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from brain.journal.writer import CHECKPOINT_RECORDS
 from brain.operator_token import TOKEN_FILE
 from brain.web.bodies import MESSAGE_BODY_LIMIT
 from tests.support.server import BrainServer
@@ -226,6 +227,19 @@ def _check_healthy(s: BrainServer, sid: str, damaged: str) -> None:
     assert listed == {sid: "idle", damaged: "damaged"}
 
 
+def turns_past_checkpoint(s: BrainServer, sid: str, session_dir: Path) -> None:
+    """Turns until a checkpoint covers a whole turn and another turn follows it (a checkpoint
+    is written once CHECKPOINT_RECORDS records have been committed since the last one)."""
+    for turn in range(3 * CHECKPOINT_RECORDS):
+        assert s.send(sid, f"turn {turn}")["status"] == "ended"
+        cp, _why = load_checkpoint(session_dir / "checkpoint")
+        if turn >= 2 and cp is not None and cp.seq < s.events(sid)[-1]["sequence"] \
+                and any(e["kind"] == "turn_started" and e["sequence"] < cp.seq
+                        for e in s.events(sid)):
+            return
+    raise AssertionError("no checkpoint covering a turn was written")
+
+
 def covered_frame(session_dir: Path) -> tuple[Path, int]:
     """(segment, offset) of the first turn's `turn_started`: a complete frame that the
     checkpoint covers, with later turns after it."""
@@ -260,9 +274,8 @@ def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(
     try:
         damaged = s.create_session(environments=["local"])["id"]
         healthy = s.create_session()["id"]
-        for turn in range(3):
-            assert s.send(damaged, f"turn {turn}")["status"] == "ended"
         session_dir = s.data_dir / "sessions" / damaged
+        turns_past_checkpoint(s, damaged, session_dir)
         environment = s.data_dir / "environments" / damaged / "local"
         assert environment.is_dir()
         wait_for_no_open_session_actor(s)
@@ -306,9 +319,8 @@ def test_a_session_kept_open_takes_no_write_once_its_journal_is_damaged(tmp_path
     s = BrainServer(tmp_path / "data", env={"BRAIN_SESSION_IDLE_TTL_MS": "0"}).start()
     try:
         sid = s.create_session()["id"]
-        for turn in range(2):
-            assert s.send(sid, f"turn {turn}")["status"] == "ended"
         session_dir = s.data_dir / "sessions" / sid
+        turns_past_checkpoint(s, sid, session_dir)
         segment, offset = covered_frame(session_dir)
         data = bytearray(segment.read_bytes())
         data[offset + FRAME_HEADER_SIZE + 1] ^= 0x01

@@ -64,6 +64,9 @@ TeardownFailed = _error("TeardownFailed", "teardown_failed", 502,
                         "an Environment could not be torn down")
 Draining = _error("Draining", "draining", 503,
                   "the server is shutting down and admits no new work")
+Overloaded = _error("Overloaded", "overloaded", 503,
+                    "every session actor is busy and the admission backlog is full; retry "
+                    "after the Retry-After seconds")
 Internal = _error("Internal", "internal", 500, "anything else; the message reveals nothing")
 
 BY_CODE: dict[str, type[BrainError]] = {
@@ -72,7 +75,8 @@ BY_CODE: dict[str, type[BrainError]] = {
         InvalidRequest, Unauthorized, Forbidden, NotFound, SessionBusy, SessionEnded,
         SessionActive, IdempotencyConflict, RequestInProgress, IdempotencyAmbiguous,
         AlreadyAnswered,
-        PayloadTooLarge, UnsupportedMediaType, SessionDamaged, TeardownFailed, Draining, Internal,
+        PayloadTooLarge, UnsupportedMediaType, SessionDamaged, TeardownFailed, Draining,
+        Overloaded, Internal,
     )
 }
 

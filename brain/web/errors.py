@@ -29,6 +29,11 @@ STATUS_CODES = {
 }
 
 
+RETRY_AFTER_SECS = 1
+"""Retry-After of a 503 (`overloaded`, `draining`): a shed request is cheap to retry, and an
+actor frees within a turn."""
+
+
 def error_body(code: str, message: str, request_id: str) -> str:
     return json.dumps({"error": {"code": code, "message": message, "request_id": request_id}})
 
@@ -45,6 +50,8 @@ def _respond(req: falcon.Request, resp: falcon.Response, status: int, code: str,
 def handle_brain_error(req: falcon.Request, resp: falcon.Response, ex: errors.BrainError,
                        params: dict[str, Any]) -> None:
     _respond(req, resp, ex.status, ex.code, ex.message)
+    if ex.status in (429, 503):  # shed load: say when to come back
+        resp.set_header("Retry-After", str(RETRY_AFTER_SECS))
     if ex.code == "unauthorized":
         resp.set_header("WWW-Authenticate", "Bearer")
 

@@ -1,0 +1,116 @@
+"""Admission of an async submit without a session actor: commit `turn_started`, answer, then work.
+
+A turn holds its session's actor (a process) until it ends, so when a burst of submits arrives
+every actor may be busy, and forking one costs more than the whole admission. The 202 must not
+wait for that: its contract is only that `turn_started` is durable. So, for a session no actor
+holds, the web worker admits the turn itself:
+
+1. refuse at once (503 `overloaded`) if the registry's backlog is full (the admission board);
+2. take the journal's writer lock (the same flock a session actor's writer takes: whoever holds
+   it is the session's one writer; if an actor holds it, the submit goes to that actor instead);
+3. open the journal and step the pure session core (`core.admit`) on its projection, which
+   decides ended, failed and busy exactly as an actor would;
+4. write the admission marker (brain/admitted.py), commit `turn_started` (one fdatasync),
+   release the lock, hint SSE followers, and tell the registry `RunAdmitted`; an actor then
+   opens the session and runs the turn, from the pool or a fork, off the request path.
+
+A session with anything in flight (a turn, a creation, an ending, a crash's leftover) is not
+admitted here: the actor path decides those, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from brain import errors
+from brain.actors.admission_board import BoardReader
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, RunAdmitted, StartTurn, ToSession
+from brain.admitted import mark_admitted
+from brain.journal import JournalError, JournalLocked, JournalWriter, SessionReader
+from brain.live import LivePublisher
+from brain.sessions import core
+from brain.sessions.recovery import interrupted_work
+from brain.sessions.state import Limits, Opened, new_session
+from brain.settings import Settings
+from brain.web.gateway import ActorGateway
+
+log = logging.getLogger(__name__)
+
+
+class Admission:
+    """One per web worker: admits submits to sessions no actor holds."""
+
+    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
+        self._settings = settings
+        self._gateway = gateway
+        self._board = BoardReader(settings.data_path)
+        self._live: LivePublisher | None = None
+
+    def check_capacity(self) -> None:
+        """503 `overloaded` when the backlog of work waiting for an actor is full."""
+        backlog, _ = self._board.read()
+        if backlog >= self._settings.admission_backlog:
+            raise errors.Overloaded("every session actor is busy and the admission backlog "
+                                    "is full; retry after Retry-After")
+
+    def submit(self, session_dir: Path, turn_input: Any) -> dict[str, Any] | None:
+        """The receipt of a turn admitted here, or None: route the submit to the actor."""
+        boot_id = self._settings.boot_id
+        if not boot_id:
+            return None  # no run identity to mark the admission with: the actor path
+        self.check_capacity()
+        try:
+            writer = JournalWriter.open(session_dir / "journal",
+                                        segment_bytes=self._settings.segment_bytes)
+        except JournalLocked:
+            return None  # an actor holds the session: it decides
+        except JournalError:
+            return None  # damaged, or unreadable: the actor path reports it
+        try:
+            receipt = self._admit(writer, session_dir, boot_id, turn_input)
+        finally:
+            writer.close()
+        if receipt is not None:
+            self._run(session_dir.name)
+        return receipt
+
+    def _admit(self, writer: JournalWriter, session_dir: Path, boot_id: str,
+               turn_input: Any) -> dict[str, Any] | None:
+        projection = SessionReader(session_dir).projection()
+        if projection.config is None or interrupted_work(projection):
+            return None  # not created, or work in flight: the actor path decides
+        now_ms = time.time_ns() // 1_000_000
+        session_id = session_dir.name
+        state = core.step(new_session(session_id, Limits()), Opened(projection), now_ms).state
+        step = core.admit(state, StartTurn(turn_input, "submit"), now_ms)
+        [reply] = step.replies
+        if reply.error is not None:
+            raise reply.error
+        [record] = step.records
+        mark_admitted(session_dir, boot_id, record["seq"])  # before the commit: see admitted.py
+        committed = writer.append([record], at=record["at"])
+        if committed[-1]["seq"] != record["seq"]:
+            raise JournalError(f"the session core numbered {record['seq']}, the journal "
+                               f"{committed[-1]['seq']}")
+        self._hint(session_id, record["seq"])
+        return reply.body
+
+    def _hint(self, session_id: str, sequence: int) -> None:
+        if self._live is None:
+            self._live = LivePublisher(self._settings.data_path)
+        self._live.committed(session_id, sequence)
+
+    def _run(self, session_id: str) -> None:
+        """Tell the registry; the turn is durable and answered whatever happens here."""
+        from brain.actors.registry import Registry
+
+        try:
+            self._gateway.tell_global(REGISTRY_GLOBAL_NAME, Registry, ToSession(
+                uuid.uuid4().hex, session_id, RunAdmitted()))
+        except Exception:
+            log.exception("session %s: admitted turn not handed to the registry; it runs at "
+                          "the session's next command", session_id)

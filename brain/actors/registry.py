@@ -54,6 +54,10 @@ sit in front of a burst's commands, nor replace an actor that is about to come b
 FORK_TICK_SECS = 0.005
 """While work waits in the backlog for want of an actor, one fork per tick: the messages that
 arrive meanwhile are handled between forks, not behind a train of them."""
+FORK_MAX_DEFER_SECS = 0.25
+"""Forks for the backlog also wait for a quiet moment (REFILL_QUIET_SECS), so a burst's
+admissions are not slowed by forks and their warm-ups competing for the CPU; but a steady stream
+of commands still gets one fork this often."""
 SWEEP_SECS = 1.0
 
 
@@ -93,6 +97,7 @@ class Registry(TracedDispatcher):
         self._backlog = Backlog(settings.admission_backlog, settings.admission_wait_secs)
         self._board = BoardWriter(settings.data_path)
         self._fork_armed = False
+        self._last_fork = 0.0
         self._sweep_armed = False
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
@@ -159,7 +164,15 @@ class Registry(TracedDispatcher):
 
     def _fork_for_backlog(self) -> None:
         self._fork_armed = False
+        now = time.monotonic()
+        quiet_for = now - self._last_command
+        if quiet_for < REFILL_QUIET_SECS and now - self._last_fork < FORK_MAX_DEFER_SECS:
+            self._fork_armed = True
+            self.wakeupAfter(max(REFILL_QUIET_SECS - quiet_for, FORK_TICK_SECS),
+                             ForkForBacklog())
+            return
         if self._backlog and not self._pool.idle and len(self._slots) < self._max_serving:
+            self._last_fork = now
             self._pool.adopt(self._fork())
         self._serve_backlog()
 

@@ -21,10 +21,13 @@ admitted here: the actor path decides those, as before.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from brain import errors
 from brain.actors.admission_board import BoardReader
@@ -36,9 +39,22 @@ from brain.sessions import core
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import Limits, Opened, new_session
 from brain.settings import Settings
+from brain.web.background import gevent_active, spawn_background
 from brain.web.gateway import ActorGateway
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def off_the_hub(fn: Callable[..., T], *args: Any) -> T:
+    """Run `fn` in gevent's thread pool when in a gevent worker: the two fdatasyncs of an
+    admission (the open's and the commit's) then overlap across requests instead of stopping
+    every greenlet of the worker in turn. Plain call elsewhere."""
+    if not gevent_active():
+        return fn(*args)
+    import gevent
+
+    return gevent.get_hub().threadpool.apply(fn, args)
 
 
 class Admission:
@@ -49,6 +65,9 @@ class Admission:
         self._gateway = gateway
         self._board = BoardReader(settings.data_path)
         self._live: LivePublisher | None = None
+        self._to_run: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._runner_started = False
+        self._runner_lock = threading.Lock()
 
     def check_capacity(self) -> None:
         """503 `overloaded` when the backlog of work waiting for an actor is full."""
@@ -63,6 +82,16 @@ class Admission:
         if not boot_id:
             return None  # no run identity to mark the admission with: the actor path
         self.check_capacity()
+        admitted = off_the_hub(self._commit, session_dir, boot_id, turn_input)
+        if admitted is None:
+            return None
+        receipt, sequence = admitted
+        self._hint(session_dir.name, sequence)
+        self._hand_over(session_dir.name)
+        return receipt
+
+    def _commit(self, session_dir: Path, boot_id: str, turn_input: Any
+                ) -> tuple[dict[str, Any], int] | None:
         try:
             writer = JournalWriter.open(session_dir / "journal",
                                         segment_bytes=self._settings.segment_bytes)
@@ -71,15 +100,12 @@ class Admission:
         except JournalError:
             return None  # damaged, or unreadable: the actor path reports it
         try:
-            receipt = self._admit(writer, session_dir, boot_id, turn_input)
+            return self._admit(writer, session_dir, boot_id, turn_input)
         finally:
             writer.close()
-        if receipt is not None:
-            self._run(session_dir.name)
-        return receipt
 
     def _admit(self, writer: JournalWriter, session_dir: Path, boot_id: str,
-               turn_input: Any) -> dict[str, Any] | None:
+               turn_input: Any) -> tuple[dict[str, Any], int] | None:
         projection = SessionReader(session_dir).projection()
         if projection.config is None or interrupted_work(projection):
             return None  # not created, or work in flight: the actor path decides
@@ -89,20 +115,32 @@ class Admission:
         step = core.admit(state, StartTurn(turn_input, "submit"), now_ms)
         [reply] = step.replies
         if reply.error is not None:
-            raise reply.error
+            raise reply.error  # ended, failed or busy, as the actor would answer
         [record] = step.records
         mark_admitted(session_dir, boot_id, record["seq"])  # before the commit: see admitted.py
         committed = writer.append([record], at=record["at"])
         if committed[-1]["seq"] != record["seq"]:
             raise JournalError(f"the session core numbered {record['seq']}, the journal "
                                f"{committed[-1]['seq']}")
-        self._hint(session_id, record["seq"])
-        return reply.body
+        return reply.body, record["seq"]
 
     def _hint(self, session_id: str, sequence: int) -> None:
         if self._live is None:
             self._live = LivePublisher(self._settings.data_path)
         self._live.committed(session_id, sequence)
+
+    def _hand_over(self, session_id: str) -> None:
+        """The registry hears of the turn after the 202 is on its way, from one background
+        loop per worker: telling it costs a Thespian connection, which no answer waits for."""
+        with self._runner_lock:
+            if not self._runner_started:
+                self._runner_started = True
+                spawn_background(self._hand_over_forever, "admitted-turns")
+        self._to_run.put(session_id)
+
+    def _hand_over_forever(self) -> None:
+        while True:
+            self._run(self._to_run.get())
 
     def _run(self, session_id: str) -> None:
         """Tell the registry; the turn is durable and answered whatever happens here."""

@@ -12,8 +12,10 @@ no session says `running`, and counts from the journals (JournalScan) the sessio
 turn ended with `turn_ended`.
 
 A 429 or 503 counts as a refusal, well-formed when it has `Retry-After` and the error shape
-`{"error": {"code", "message", "request_id"}}`; any other status, a malformed refusal, a closed
-connection or no answer within RESPONSE_TIMEOUT_SECS is an error.
+`{"error": {"code", "message", "request_id"}}`; the refused sessions submit again, all at once,
+after the largest Retry-After, until every session has its 202 (so all turns still run). Every
+answer counts in the latency figures, the retries' too. Any other status, a malformed refusal, a
+closed connection or no answer within RESPONSE_TIMEOUT_SECS is an error.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class Answer:
 class BurstResult:
     sessions: int
     create_secs: float
-    answers: list[Answer]
+    answers: list[Answer]  # every answer, retries after a refusal included
+    rounds: int  # the first burst plus the retry rounds of refused sessions
     ended: int  # sessions whose last turn ended with turn_ended
     end_secs: float  # from the first connect until no session was running
 
@@ -203,12 +206,25 @@ def burst(server: BrainServer, sessions: int, model: str = SLOW_MODEL) -> BurstR
     sids = create_sessions(server, sessions, model=model)
     create_secs = time.perf_counter() - start
     answers, first = fire(server.port, server.token, sids)
+    every = list(answers)
     accepted = [sid for sid, a in zip(sids, answers, strict=True) if a.status == 202]
+    refused = [(sid, a) for sid, a in zip(sids, answers, strict=True)
+               if a.well_formed_refusal()]
+    rounds = 1
+    retry_deadline = time.monotonic() + END_TIMEOUT_SECS
+    while refused and time.monotonic() < retry_deadline:
+        time.sleep(max(float(a.headers["retry-after"]) for _, a in refused))
+        again, _ = fire(server.port, server.token, [sid for sid, _ in refused])
+        rounds += 1
+        every.extend(again)
+        accepted += [sid for (sid, _), a in zip(refused, again, strict=True) if a.status == 202]
+        refused = [(sid, a) for (sid, _), a in zip(refused, again, strict=True)
+                   if a.well_formed_refusal()]
     wait_not_running(server, accepted, time.monotonic() + END_TIMEOUT_SECS)
     end_secs = time.perf_counter() - first
     root = server.data_dir / "sessions"
     ended = sum(1 for sid in sids if last_turn_ended(root / sid / "journal"))
-    return BurstResult(sessions, create_secs, answers, ended, end_secs)
+    return BurstResult(sessions, create_secs, every, rounds, ended, end_secs)
 
 
 def describe(result: BurstResult) -> list[str]:
@@ -219,8 +235,10 @@ def describe(result: BurstResult) -> list[str]:
     errors = result.errors()
     lines = [
         f"{result.sessions} sessions created in {result.create_secs:.1f} s; "
-        f"statuses {dict(sorted(statuses.items()))} (0 = no HTTP response)",
+        f"statuses {dict(sorted(statuses.items()))} (0 = no HTTP response) over "
+        f"{result.rounds} round(s) (refused sessions retry after Retry-After)",
         f"time to the answer: p50 {percentile(times, 0.5) * 1000:,.0f} ms, "
+        f"p99 {percentile(times, 0.99) * 1000:,.0f} ms, "
         f"max {max(times, default=float('nan')) * 1000:,.0f} ms over {len(times)} answers",
         f"202 {len(result.accepted())}, well-formed 429/503 {len(result.refused())}, "
         f"errors {len(errors)}; turns ended {result.ended} of {result.sessions} "

@@ -52,6 +52,9 @@ def handle_brain_error(req: falcon.Request, resp: falcon.Response, ex: errors.Br
     _respond(req, resp, ex.status, ex.code, ex.message)
     if ex.status in (429, 503):  # shed load: say when to come back
         resp.set_header("Retry-After", str(RETRY_AFTER_SECS))
+    if isinstance(ex, errors.Overloaded):
+        # Shed before anything acted on it: its Idempotency-Key is free for the retry.
+        req.context.nothing_done = True
     if ex.code == "unauthorized":
         resp.set_header("WWW-Authenticate", "Bearer")
 

@@ -54,10 +54,11 @@ def session_processes(server: BrainServer) -> int:
     return count
 
 
-def submit(server: BrainServer, session_id: str, text: str = "hi"):
+def submit(server: BrainServer, session_id: str, text: str = "hi", key: str | None = None):
+    headers = dict(SUBMIT, **({"Idempotency-Key": key} if key else {}))
     began = time.monotonic()
     resp = server.request("POST", f"/v1/sessions/{session_id}/messages", json={"input": text},
-                          headers=SUBMIT, timeout=30)
+                          headers=headers, timeout=30)
     return resp, time.monotonic() - began
 
 
@@ -133,7 +134,7 @@ def test_past_capacity_work_is_shed_with_503_and_retry_after(tmp_path):
         assert submit(server, queued)[0].status_code == 202
         board = BoardReader(server.data_dir)
         wait_for(lambda: board.read()[0] >= 1, timeout=10, what="the backlog is full")
-        resp, secs = submit(server, shed)
+        resp, secs = submit(server, shed, key="shed-1")
         assert_shed(resp)
         assert secs < 1.0
         resp = server.request("POST", f"/v1/sessions/{sync}/messages", json={"input": "x"},
@@ -143,8 +144,11 @@ def test_past_capacity_work_is_shed_with_503_and_retry_after(tmp_path):
         for session_id in (running, queued):
             wait_for(lambda s=session_id: settled(server, s), timeout=60, what="turn over")
             assert kinds(server, session_id)[-1] == "turn_ended"
-        resp = wait_for(lambda: (r := submit(server, shed)[0]).status_code == 202 and r,
-                        timeout=30, interval=1.0, what="the retry is admitted")
+        # The shed request's Idempotency-Key was not spent: the same key runs the retry.
+        resp = wait_for(lambda: (r := submit(server, shed, key="shed-1")[0]).status_code == 202
+                        and r, timeout=30, interval=1.0, what="the retry is admitted")
+        replay, _ = submit(server, shed, key="shed-1")
+        assert replay.status_code == 202 and replay.json() == resp.json()
         wait_for(lambda: settled(server, shed), timeout=60, what="turn over")
         assert kinds(server, shed)[-1] == "turn_ended"
     finally:

@@ -1,6 +1,10 @@
 """A burst of async submits against a real `brain serve`: time to the 202, then every turn ends.
 
 Usage: python -m tools.bench.burst [--sessions 600] [--delay-ms 5000]
+                                   [--baseline SRC --rounds 2]
+
+`--baseline SRC` names the source tree of another Brain (e.g. `git archive REV brain | tar -x
+-C SRC`): its server and this one's then alternate, `--rounds` times each, on fresh data dirs.
 
 `--sessions` sessions (default release policy) are created first, with a scripted model that
 answers after `--delay-ms`. Then one `POST /v1/sessions/{id}/messages` with
@@ -23,7 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import selectors
+import shutil
 import socket
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -250,17 +256,43 @@ def describe(result: BurstResult) -> list[str]:
     return lines
 
 
+def baseline_server(source: Path, config: str) -> BrainServer:
+    """A server of the Brain whose source tree is `source` (run from it: `python -m` puts the
+    working directory first on the path, and every process it starts inherits it)."""
+    tmp = Path(tempfile.mkdtemp(prefix="brain-bench-"))
+    (tmp / "data").mkdir()
+    (tmp / "brain.toml").write_text(config)
+    return BrainServer(tmp / "data", env={"BRAIN_CONFIG": str(tmp / "brain.toml"),
+                                          "PYTHONPATH": str(source)}, cwd=source)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=600)
     parser.add_argument("--delay-ms", type=int, default=BURST_MODEL_DELAY_MS)
+    parser.add_argument("--baseline", type=Path, help="source tree of the Brain to compare")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     print(f"before: {loadavg()}; scripted answer of {len(ANSWER)} bytes after "
           f"{args.delay_ms} ms")
-    with bench_server(config=brain_config(slow_delay_ms=args.delay_ms)) as server:
-        result = burst(server, args.sessions)
-    for line in describe(result):
-        print(line)
+    config = brain_config(slow_delay_ms=args.delay_ms)
+    for n in range(args.rounds):
+        if args.baseline is not None:
+            server = baseline_server(args.baseline.resolve(), config).start()
+            try:
+                result = burst(server, args.sessions)
+            finally:
+                server.kill()
+                shutil.rmtree(server.data_dir.parent, ignore_errors=True)
+            print(f"round {n + 1}, baseline ({args.baseline}):")
+            for line in describe(result):
+                print(f"  {line}")
+        with bench_server(config=config) as server:
+            result = burst(server, args.sessions)
+        print(f"round {n + 1}, this tree:")
+        for line in describe(result):
+            print(f"  {line}")
+        print(f"  {loadavg()}", flush=True)
     print(f"after: {loadavg()}")
 
 

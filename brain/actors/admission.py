@@ -7,7 +7,8 @@ commands keep their order and it never gets two actors. The backlog is bounded t
 (`BRAIN_ADMISSION_BACKLOG` sessions): past it a command is refused `overloaded` at once. A
 command (a sync send, an end, a cancel, a recovery) that waited `BRAIN_ADMISSION_WAIT_SECS` is
 refused the same way, with nothing done, rather than hold its client. A `RunAdmitted` is never
-refused nor expired: its turn_started is durable and its client has its 202, so it runs.
+refused nor expired: its turn_started is durable and its client has its 202, so it runs. Nor is
+a `Recover` (work a crash or a dead actor left, which must be recorded, and nobody retries).
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from brain.actors.messages import RunAdmitted, ToSession
+from brain.actors.messages import Recover, RunAdmitted, ToSession
 
 Waiting = list[tuple[ToSession, Any]]
+OWED = (RunAdmitted, Recover)
+"""Work Brain owes a session whatever the load: never refused, never expired."""
 
 
 class Backlog:
@@ -36,10 +39,10 @@ class Backlog:
 
     def add(self, msg: ToSession, sender: Any) -> bool:
         """Queue `msg` behind its session's earlier work; False when refused (backlog full).
-        An admitted turn is always queued: refusing it would drop accepted work."""
+        Owed work is always queued: refusing an admitted turn would drop accepted work."""
         entry = self._sessions.get(msg.session_id)
         if entry is None:
-            if len(self._sessions) >= self.limit and not isinstance(msg.command, RunAdmitted):
+            if len(self._sessions) >= self.limit and not isinstance(msg.command, OWED):
                 return False
             entry = self._sessions[msg.session_id] = []
         entry.append((msg, sender, time.monotonic()))
@@ -65,7 +68,7 @@ class Backlog:
             entry = self._sessions[session_id]
             keep = []
             for msg, sender, queued_at in entry:
-                if queued_at < cutoff and not isinstance(msg.command, RunAdmitted):
+                if queued_at < cutoff and not isinstance(msg.command, OWED):
                     yield msg, sender
                 else:
                     keep.append((msg, sender, queued_at))

@@ -76,6 +76,14 @@ class RunAdmitted(Message):
     (brain/web/admission.py). Opening the journal starts it; nobody waits for an answer."""
 
 
+@dataclass(frozen=True)
+class AdmittedTurns(Message):
+    """Web → registry: sessions whose turns a web worker admitted (one `RunAdmitted` each),
+    batched: a burst's admissions cost the registry a few messages, not one each."""
+
+    session_ids: tuple[str, ...]
+
+
 Command = (CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
            | RunAdmitted)
 

@@ -29,8 +29,10 @@ from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 from brain.actors.admission import Backlog
 from brain.actors.admission_board import BoardWriter
 from brain.actors.messages import (
+    AdmittedTurns,
     Delivered,
     FillPool,
+    Recover,
     RefillPool,
     ReleaseMe,
     Reply,
@@ -122,6 +124,11 @@ class Registry(TracedDispatcher):
             self._backlog_changed()
             return
         self._forward(self._open(msg.session_id), msg, sender)
+
+    def receiveMsg_AdmittedTurns(self, msg: AdmittedTurns, sender: Any) -> None:
+        for session_id in msg.session_ids:
+            self.receiveMsg_ToSession(ToSession(f"admitted-{session_id}", session_id,
+                                                RunAdmitted()), None)
 
     def _can_open(self) -> bool:
         return len(self._slots) < self._max_serving and bool(self._pool.idle)
@@ -273,9 +280,13 @@ class Registry(TracedDispatcher):
             if slot.actor.address != msg.childAddress:
                 continue
             del self._slots[session_id]
-            if not slot.exiting:
-                log.warning("session actor for %s exited unexpectedly", session_id)
             self._reopen(session_id, slot)
+            if not slot.exiting:
+                # Record now what it left (an open turn fails `interrupted`; a turn admitted
+                # in this run that it never started runs), rather than at the next command.
+                log.warning("session actor for %s exited unexpectedly", session_id)
+                self._backlog.put_first(session_id, [(ToSession(
+                    f"recover-{session_id}", session_id, Recover()), None)])
         self._serve_backlog()
 
     def _reopen(self, session_id: str, slot: SessionSlot) -> None:

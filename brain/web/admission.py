@@ -24,14 +24,13 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from brain import errors
 from brain.actors.admission_board import BoardReader
-from brain.actors.messages import REGISTRY_GLOBAL_NAME, RunAdmitted, StartTurn, ToSession
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
 from brain.admitted import mark_admitted
 from brain.journal import JournalError, JournalLocked, JournalWriter, SessionReader
 from brain.live import LivePublisher
@@ -44,6 +43,7 @@ from brain.web.gateway import ActorGateway
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+HAND_OVER_BATCH = 256
 
 
 def off_the_hub(fn: Callable[..., T], *args: Any) -> T:
@@ -140,15 +140,20 @@ class Admission:
 
     def _hand_over_forever(self) -> None:
         while True:
-            self._run(self._to_run.get())
+            batch = [self._to_run.get()]
+            while len(batch) < HAND_OVER_BATCH:
+                try:
+                    batch.append(self._to_run.get_nowait())
+                except queue.Empty:
+                    break
+            self._run(tuple(batch))
 
-    def _run(self, session_id: str) -> None:
-        """Tell the registry; the turn is durable and answered whatever happens here."""
+    def _run(self, session_ids: tuple[str, ...]) -> None:
+        """Tell the registry; the turns are durable and answered whatever happens here."""
         from brain.actors.registry import Registry
 
         try:
-            self._gateway.tell_global(REGISTRY_GLOBAL_NAME, Registry, ToSession(
-                uuid.uuid4().hex, session_id, RunAdmitted()))
+            self._gateway.tell_global(REGISTRY_GLOBAL_NAME, Registry, AdmittedTurns(session_ids))
         except Exception:
-            log.exception("session %s: admitted turn not handed to the registry; it runs at "
-                          "the session's next command", session_id)
+            log.exception("admitted turns of %s not handed to the registry; each runs at its "
+                          "session's next command", ", ".join(session_ids))

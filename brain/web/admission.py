@@ -44,6 +44,7 @@ from brain.web.gateway import ActorGateway
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 HAND_OVER_BATCH = 256
+MAX_RETRY_AFTER_SECS = 30
 
 
 def off_the_hub(fn: Callable[..., T], *args: Any) -> T:
@@ -71,10 +72,14 @@ class Admission:
 
     def check_capacity(self) -> None:
         """503 `overloaded` when the backlog of work waiting for an actor is full."""
-        backlog, _ = self._board.read()
+        backlog, serving = self._board.read()
         if backlog >= self._settings.admission_backlog:
-            raise errors.Overloaded("every session actor is busy and the admission backlog "
-                                    "is full; retry after Retry-After")
+            refusal = errors.Overloaded("every session actor is busy and the admission "
+                                        "backlog is full; retry after Retry-After")
+            # About how many turns' time the backlog takes to drain: a client that waits that
+            # long does not come back into the same full backlog.
+            refusal.retry_after = min(MAX_RETRY_AFTER_SECS, 1 + backlog // max(serving, 1))
+            raise refusal
 
     def submit(self, session_dir: Path, turn_input: Any) -> dict[str, Any] | None:
         """The receipt of a turn admitted here, or None: route the submit to the actor."""

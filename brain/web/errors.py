@@ -30,8 +30,8 @@ STATUS_CODES = {
 
 
 RETRY_AFTER_SECS = 1
-"""Retry-After of a 503 (`overloaded`, `draining`): a shed request is cheap to retry, and an
-actor frees within a turn."""
+"""Retry-After of a 503 (`overloaded`, `draining`) unless the error names its own (a full
+backlog estimates its drain time): a shed request is cheap to retry."""
 
 
 def error_body(code: str, message: str, request_id: str) -> str:
@@ -51,7 +51,7 @@ def handle_brain_error(req: falcon.Request, resp: falcon.Response, ex: errors.Br
                        params: dict[str, Any]) -> None:
     _respond(req, resp, ex.status, ex.code, ex.message)
     if ex.status in (429, 503):  # shed load: say when to come back
-        resp.set_header("Retry-After", str(RETRY_AFTER_SECS))
+        resp.set_header("Retry-After", str(getattr(ex, "retry_after", RETRY_AFTER_SECS)))
     if isinstance(ex, errors.Overloaded):
         # Shed before anything acted on it: its Idempotency-Key is free for the retry.
         req.context.nothing_done = True

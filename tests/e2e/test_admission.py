@@ -6,6 +6,8 @@ it accepted."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,6 +54,17 @@ def session_processes(server: BrainServer) -> int:
         except OSError:
             continue
     return count
+
+
+def session_pid(server: BrainServer, session_id: str) -> int:
+    title = f"brain: session {session_id}".encode()
+    for pid in group_pids(server.proc.pid):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(title):
+                return pid
+        except OSError:
+            continue
+    raise AssertionError(f"no process serves session {session_id}")
 
 
 def submit(server: BrainServer, session_id: str, text: str = "hi", key: str | None = None):
@@ -172,3 +185,20 @@ def test_a_sync_send_waiting_past_the_bound_gets_a_clear_answer(tmp_path):
         assert server.send(waiting, "now")["status"] == "ended"
     finally:
         server.kill()
+
+
+def test_a_session_actor_that_dies_alone_has_its_turn_recorded_at_once(one_actor):
+    """No command needed: the registry queues a recovery for the session of an actor that
+    exited unexpectedly, so its open turn fails `interrupted` and the session takes turns."""
+    server = one_actor
+    session_id = server.create_session(model=SLOW)["id"]
+    assert submit(server, session_id)[0].status_code == 202
+    wait_for(lambda: "model_call_started" in kinds(server, session_id), timeout=30,
+             what="the turn runs")
+    os.kill(session_pid(server, session_id), signal.SIGKILL)
+    wait_for(lambda: "turn_failed" in kinds(server, session_id), timeout=30,
+             what="the interrupted turn recorded")
+    events = server.events(session_id)
+    assert [e for e in events if e["kind"] == "turn_failed"][-1]["data"]["error"]["code"] \
+        == "interrupted"
+    assert server.send(session_id, "again")["status"] == "ended"

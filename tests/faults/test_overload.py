@@ -10,6 +10,7 @@ The CI-sized run drives 150 sessions with 300 idle followers; the full size (1,0
 
 from __future__ import annotations
 
+import random
 import select
 import threading
 import time
@@ -26,7 +27,8 @@ from tests.support.server import BrainServer, configured, group_pids
 from tests.support.sse import SseClient
 
 SLOW = "slow"
-ANSWER_TIMEOUT_SECS = 20.0  # any HTTP answer slower than this fails the run
+ANSWER_TIMEOUT_SECS = 30.0  # any HTTP answer slower than this fails the run
+POLL_SECS = 2.0  # a driver's status poll, jittered as a client should
 RUN_TIMEOUT_SECS = 600.0
 
 
@@ -85,6 +87,9 @@ def drive(server: BrainServer, session_id: str, turns: int, tally: Tally,
     """Submit `turns` turns one after another, each retried after Retry-After while shed."""
     http = requests.Session()
     http.headers["Authorization"] = f"Bearer {server.token}"
+    # A connection per request: a kept-alive one that the server closes after its keep-alive
+    # timeout while this client sleeps would fail the next POST for the client's reason.
+    http.headers["Connection"] = "close"
     url = f"{server.url}/v1/sessions/{session_id}"
     for n in range(turns):
         while time.monotonic() < deadline:
@@ -105,14 +110,14 @@ def drive(server: BrainServer, session_id: str, turns: int, tally: Tally,
                 return
             with tally.lock:
                 tally.shed += 1
-            time.sleep(float(resp.headers["Retry-After"]))
+            time.sleep(float(resp.headers["Retry-After"]) + random.random())
         while time.monotonic() < deadline:  # the accepted turn, to its end
             began = time.monotonic()
             status = http.get(url, timeout=ANSWER_TIMEOUT_SECS).json()["status"]
             tally.answer(time.monotonic() - began)
             if status != "running":
                 break
-            time.sleep(0.5)
+            time.sleep(POLL_SECS * (0.5 + random.random()))
 
 
 def turn_ends(server: BrainServer, accepted: list[tuple[str, int]]) -> list[int | None]:
@@ -131,8 +136,9 @@ def turn_ends(server: BrainServer, accepted: list[tuple[str, int]]) -> list[int 
 
 def still_open(client: SseClient) -> bool:
     """A follower whose connection the server has not closed (it may have sent keep-alives)."""
-    readable, _, _ = select.select([client.sock], [], [], 0)
-    if not readable:
+    poller = select.poll()  # select() takes no descriptor above 1023
+    poller.register(client.sock, select.POLLIN)
+    if not poller.poll(0):
         return True
     try:
         return client.sock.recv(65536) != b""

@@ -202,6 +202,9 @@ def test_overload_sheds_and_loses_nothing(tmp_path):
 
 
 @pytest.mark.torture
-def test_overload_full_size(tmp_path):
+def test_overload_full_size(tmp_path, request):
+    # Here, not in a conftest of tests/faults: the skip is this test's own business.
+    if "torture" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("long torture run: select it with -m torture")
     overload(tmp_path, sessions=1000, followers=2000, turns=2,
              env={"BRAIN_ADMISSION_BACKLOG": "200"}, report=print)

@@ -75,6 +75,9 @@ class Unavailable(BrainError):
     retry_after = 5
 
 
+Overloaded = _error("Overloaded", "overloaded", 503,
+                    "every session actor is busy and the admission backlog is full; retry "
+                    "after the Retry-After seconds")
 Internal = _error("Internal", "internal", 500, "anything else; the message reveals nothing")
 
 BY_CODE: dict[str, type[BrainError]] = {
@@ -84,7 +87,7 @@ BY_CODE: dict[str, type[BrainError]] = {
         SessionActive, IdempotencyConflict, RequestInProgress, IdempotencyAmbiguous,
         AlreadyAnswered,
         PayloadTooLarge, UnsupportedMediaType, SessionDamaged, TeardownFailed, Draining,
-        Unavailable, Internal,
+        Unavailable, Overloaded, Internal,
     )
 }
 

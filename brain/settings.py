@@ -131,6 +131,15 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("session_actor_sessions", "BRAIN_SESSION_ACTOR_SESSIONS", 200, _non_negative_int,
             "sessions one pooled session actor serves before it exits and a fresh fork takes "
             "its place; 0 = never recycled"),
+    Setting("max_session_actors", "BRAIN_MAX_SESSION_ACTORS", 64, _positive_int,
+            "sessions served by an actor at once (each a process); beyond it commands wait "
+            "in the admission backlog"),
+    Setting("admission_backlog", "BRAIN_ADMISSION_BACKLOG", 2000, _non_negative_int,
+            "sessions whose admitted turns or commands may wait for an actor; beyond it new "
+            "work is refused with 503 `overloaded` and Retry-After"),
+    Setting("admission_wait_secs", "BRAIN_ADMISSION_WAIT_SECS", 10, _positive_int,
+            "how long a command (a sync send, an end, ...) waits in the backlog for an actor "
+            "before it is refused with 503 `overloaded`; admitted turns always run"),
     Setting("drain_secs", "BRAIN_DRAIN_SECS", 60, _non_negative_int,
             "how long SIGTERM drain waits for admitted work"),
     Setting("trace", "BRAIN_TRACE", None, _optional_path,
@@ -193,6 +202,9 @@ class Settings:
     session_idle_ttl_ms: int | None
     session_pool_size: int
     session_actor_sessions: int
+    max_session_actors: int
+    admission_backlog: int
+    admission_wait_secs: int
     drain_secs: int
     trace: Path | None
     trace_all: bool

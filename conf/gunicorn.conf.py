@@ -11,6 +11,6 @@ BRAIN_DRAIN_SECS; set those rather than `bind`, `workers` or `graceful_timeout` 
 from brain.web.gunicorn_conf import *  # noqa: F403 (gunicorn reads this module's globals)
 
 # Examples of knobs an operator may want to change:
-# worker_connections = 2000   # more live SSE followers per worker
+# worker_connections = 8192   # more live SSE followers per worker (default 4096)
 # accesslog = "-"             # log every request to stderr
 # loglevel = "info"

@@ -70,7 +70,22 @@ class Recover(Message):
     """Open the session only to record interrupted work (the registry's start-up scan)."""
 
 
-Command = CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
+@dataclass(frozen=True)
+class RunAdmitted(Message):
+    """Web → registry → session: run the turn a web worker admitted without an actor
+    (brain/web/admission.py). Opening the journal starts it; nobody waits for an answer."""
+
+
+@dataclass(frozen=True)
+class AdmittedTurns(Message):
+    """Web → registry: sessions whose turns a web worker admitted (one `RunAdmitted` each),
+    batched: a burst's admissions cost the registry a few messages, not one each."""
+
+    session_ids: tuple[str, ...]
+
+
+Command = (CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
+           | RunAdmitted)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,16 @@ forwards every command to it, and grants a session actor's request to be release
 nothing it has not yet seen is on the way. Until a released actor has said it dropped the
 session (`Returned`: journal closed, so the writer lock is free) or has exited, commands for its
 session wait here and then go to another actor: there is never more than one actor per session.
-The pool is refilled by forks made from a timer when no command came in for a moment, so a fork
-is on a request's path only when the pool is empty. It never touches a journal and never waits
-on anybody, so it stays responsive however slow a session is.
+The pool is refilled by forks made from a timer when no command came in for a moment.
+
+Capacity (brain/actors/admission.py): at most `BRAIN_MAX_SESSION_ACTORS` sessions are served by
+an actor at once. A command for a session beyond that, or while no warm actor waits, joins the
+admission backlog (turns web workers admitted without an actor, `RunAdmitted`, wait there too),
+and the next actor that frees or is forked serves it. Forks are made one per timer tick, never
+on a message's path, so a burst's commands are not queued behind them. A command that waited
+`BRAIN_ADMISSION_WAIT_SECS`, or that finds the backlog full, is refused `overloaded` (503); an
+admitted turn never is. It never touches a journal and never waits on anybody, so it stays
+responsive however slow a session is.
 """
 
 from __future__ import annotations
@@ -19,14 +26,20 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
+from brain.actors.admission import Backlog
+from brain.actors.admission_board import BoardWriter
 from brain.actors.convention import accepts_member
 from brain.actors.messages import (
+    AdmittedTurns,
     Delivered,
     FillPool,
+    Recover,
     RefillPool,
     ReleaseMe,
+    Reply,
     Returned,
     ReturnToPool,
+    RunAdmitted,
     Services,
     ToSession,
     Warmed,
@@ -41,6 +54,24 @@ log = logging.getLogger(__name__)
 REFILL_QUIET_SECS = 0.02
 """A refill fork waits until no command or release has come in for this long, so it does not
 sit in front of a burst's commands, nor replace an actor that is about to come back."""
+FORK_TICK_SECS = 0.005
+"""While work waits in the backlog for want of an actor, one fork per tick: the messages that
+arrive meanwhile are handled between forks, not behind a train of them."""
+FORK_MAX_DEFER_SECS = 0.25
+"""Forks for the backlog also wait for a quiet moment (REFILL_QUIET_SECS), so a burst's
+admissions are not slowed by forks and their warm-ups competing for the CPU; but a steady stream
+of commands still gets one fork this often."""
+SWEEP_SECS = 1.0
+
+
+@dataclass(frozen=True)
+class ForkForBacklog:
+    """The registry's own timer: fork one actor for the backlog."""
+
+
+@dataclass(frozen=True)
+class SweepBacklog:
+    """The registry's own timer: refuse commands that waited too long for an actor."""
 
 
 @dataclass
@@ -71,29 +102,100 @@ class Registry(TracedDispatcher):
         self._modules = configured_modules(settings)
         self._fill_waiter: Any = None  # who asked for FillPool, until its actors are warm
         self._warming = 0
+        self._max_serving = settings.max_session_actors
+        self._backlog = Backlog(settings.admission_backlog, settings.admission_wait_secs)
+        self._board = BoardWriter(settings.data_path)
+        self._fork_armed = False
+        self._last_fork = 0.0
+        self._sweep_armed = False
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         self._last_command = time.monotonic()
+        if isinstance(msg.command, RunAdmitted):
+            sender = None  # fire-and-forget: the web worker already answered its client
         slot = self._slots.get(msg.session_id)
         if slot is not None and slot.exiting:
             # One actor per session at a time: the next one waits until this one has let go.
             slot.queued.append((msg, sender))
             return
-        if slot is None:
-            slot = self._open(msg.session_id)
-        self._forward(slot, msg, sender)
+        if slot is not None:
+            self._forward(slot, msg, sender)
+            return
+        if msg.session_id in self._backlog or not self._can_open():
+            if not self._backlog.add(msg, sender):
+                self._refuse(msg, sender, "every session actor is busy and the admission "
+                                          "backlog is full; retry after Retry-After")
+            self._backlog_changed()
+            return
+        self._forward(self._open(msg.session_id), msg, sender)
+
+    def receiveMsg_AdmittedTurns(self, msg: AdmittedTurns, sender: Any) -> None:
+        for session_id in msg.session_ids:
+            self.receiveMsg_ToSession(ToSession(f"admitted-{session_id}", session_id,
+                                                RunAdmitted()), None)
+
+    def _can_open(self) -> bool:
+        return len(self._slots) < self._max_serving and bool(self._pool.idle)
 
     def _open(self, session_id: str) -> SessionSlot:
         actor = self._pool.take()
-        if actor is None:  # the pool is empty: this one open pays for a fork
-            actor = PooledActor(self._fork(), served=1)
+        assert actor is not None, "_open is called only with an idle actor"
         slot = SessionSlot(actor)
         self._slots[session_id] = slot
         self._arm_refill()
         return slot
+
+    def _refuse(self, msg: ToSession, sender: Any, message: str) -> None:
+        if sender is not None:
+            self.send(sender, Reply(msg.request_id, error_code="overloaded",
+                                    error_message=message))
+
+    # --- the backlog --------------------------------------------------------------------------
+
+    def _serve_backlog(self) -> None:
+        """Hand idle actors to the sessions that waited longest, while capacity lasts."""
+        while self._backlog and self._can_open():
+            session_id, waiting = self._backlog.pop()
+            slot = self._open(session_id)
+            for msg, sender in waiting:
+                self._forward(slot, msg, sender)
+        self._backlog_changed()
+
+    def _backlog_changed(self) -> None:
+        self._board.publish(len(self._backlog), len(self._slots))
+        if not self._backlog:
+            return
+        if not self._fork_armed and not self._pool.idle \
+                and len(self._slots) < self._max_serving:
+            self._fork_armed = True
+            self.wakeupAfter(FORK_TICK_SECS, ForkForBacklog())
+        if not self._sweep_armed:
+            self._sweep_armed = True
+            self.wakeupAfter(SWEEP_SECS, SweepBacklog())
+
+    def _fork_for_backlog(self) -> None:
+        self._fork_armed = False
+        now = time.monotonic()
+        quiet_for = now - self._last_command
+        if quiet_for < REFILL_QUIET_SECS and now - self._last_fork < FORK_MAX_DEFER_SECS:
+            self._fork_armed = True
+            self.wakeupAfter(max(REFILL_QUIET_SECS - quiet_for, FORK_TICK_SECS),
+                             ForkForBacklog())
+            return
+        if self._backlog and not self._pool.idle and len(self._slots) < self._max_serving:
+            self._last_fork = now
+            self._pool.adopt(self._fork())
+        self._serve_backlog()
+
+    def _sweep_backlog(self) -> None:
+        self._sweep_armed = False
+        for msg, sender in self._backlog.expired(time.monotonic()):
+            self._refuse(msg, sender, "no session actor was free in time; retry after "
+                                      "Retry-After")
+        self._backlog_changed()
 
     def _fork(self) -> Any:
         from brain.actors.session import SessionActor
@@ -134,6 +236,12 @@ class Registry(TracedDispatcher):
             self.wakeupAfter(secs, RefillPool())
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if isinstance(msg.payload, ForkForBacklog):
+            self._fork_for_backlog()
+            return
+        if isinstance(msg.payload, SweepBacklog):
+            self._sweep_backlog()
+            return
         if not isinstance(msg.payload, RefillPool):
             return
         self._refill_armed = False
@@ -144,6 +252,7 @@ class Registry(TracedDispatcher):
         if self._pool.short:
             self._pool.adopt(self._fork())  # one fork, then commands that came meanwhile
             self._arm_refill(0.0)
+            self._serve_backlog()
 
     def _forward(self, slot: SessionSlot, msg: ToSession, sender: Any) -> None:
         slot.forwarded += 1
@@ -169,6 +278,7 @@ class Registry(TracedDispatcher):
             self.send(sender, ActorExitRequest())  # recycled, or more idle than the pool holds
             self._arm_refill()
         self._reopen(msg.session_id, slot)
+        self._serve_backlog()
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         self._pool.lost(msg.childAddress)
@@ -177,16 +287,20 @@ class Registry(TracedDispatcher):
             if slot.actor.address != msg.childAddress:
                 continue
             del self._slots[session_id]
-            if not slot.exiting:
-                log.warning("session actor for %s exited unexpectedly", session_id)
             self._reopen(session_id, slot)
+            if not slot.exiting:
+                # Record now what it left (an open turn fails `interrupted`; a turn admitted
+                # in this run that it never started runs), rather than at the next command.
+                log.warning("session actor for %s exited unexpectedly", session_id)
+                self._backlog.put_first(session_id, [(ToSession(
+                    f"recover-{session_id}", session_id, Recover()), None)])
+        self._serve_backlog()
 
     def _reopen(self, session_id: str, slot: SessionSlot) -> None:
-        """Commands that waited for the session's last actor to let go go to its next one."""
+        """Commands that waited for the session's last actor to let go go to its next one,
+        first in line for an actor (they came before anything in the backlog)."""
         if slot.queued:
-            fresh = self._open(session_id)
-            for queued, reply_to in slot.queued:
-                self._forward(fresh, queued, reply_to)
+            self._backlog.put_first(session_id, slot.queued)
 
     def receiveMsg_str(self, msg: str, sender: Any) -> None:
         if msg == "ping":
@@ -194,7 +308,8 @@ class Registry(TracedDispatcher):
         elif msg == "stats":
             open_slots = [slot for slot in self._slots.values() if not slot.exiting]
             self.send(sender, {"open_sessions": len(open_slots),
-                               "pooled_actors": len(self._pool.idle)})
+                               "pooled_actors": len(self._pool.idle),
+                               "backlog_sessions": len(self._backlog)})
 
 
 def configured_modules(settings: Settings) -> tuple[str, ...]:

@@ -45,7 +45,8 @@ from brain.actors.messages import (
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
-from brain.journal import CorruptJournal, JournalError, JournalWriter
+from brain.admitted import admitted_in_this_run, clear_admitted
+from brain.journal import CorruptJournal, JournalError, JournalLocked, JournalWriter, SessionReader
 from brain.journal.events import is_public, transcript_length_after
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
@@ -54,6 +55,7 @@ from brain.sessions.environments import environments_set_up
 from brain.sessions.state import (
     REGISTRY,
     ActivationFinished,
+    AdmittedTurn,
     ClientReply,
     Command,
     Damaged,
@@ -76,6 +78,8 @@ log = logging.getLogger(__name__)
 
 
 POOLED_ROLE = "pooled session"
+LOCK_WAIT_SECS = 5.0
+LOCK_RETRY_SECS = 0.002
 
 
 class SessionActor(BridgedActor):
@@ -211,10 +215,12 @@ class SessionActor(BridgedActor):
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return errors.NotFound("no such session"), frozenset()
             else:
-                self.writer = JournalWriter.open(journal_dir, project=True,
-                                                 segment_bytes=self.settings.segment_bytes)
+                self.writer = self._open_writer(journal_dir)
                 opened, self.writer.opened = self.writer.opened, None  # folded in the open
-                self._step(Opened(opened))
+                admitted = self._admitted_turn(opened)
+                self._step(Opened(opened, admitted))
+                if admitted is not None:  # its activation_started is durable now
+                    clear_admitted(self.session_dir)
         except CorruptJournal as exc:
             log.error("session %s damaged, %s refused: %s at byte offset %d (sequence %s): %s",
                       self.core.session_id, type(command).__name__, exc.path, exc.offset,
@@ -225,6 +231,28 @@ class SessionActor(BridgedActor):
         if isinstance(command, DeleteSession) and self.writer is not None:
             return None, frozenset(environments_set_up(journal_dir))
         return None, frozenset()
+
+    def _open_writer(self, journal_dir: Path) -> JournalWriter:
+        """A web worker admitting a turn holds the lock for a few milliseconds
+        (brain/web/admission.py): wait for it, bounded, rather than fail the command."""
+        deadline = time.monotonic() + LOCK_WAIT_SECS
+        while True:
+            try:
+                return JournalWriter.open(journal_dir, project=True,
+                                         segment_bytes=self.settings.segment_bytes)
+            except JournalLocked:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(LOCK_RETRY_SECS)
+
+    def _admitted_turn(self, projection: Any) -> AdmittedTurn | None:
+        """The open turn, if a web worker admitted it in this run and nothing of it ran."""
+        sequence = projection.open_turn
+        if sequence is None or not core.admitted(projection, sequence) \
+                or not admitted_in_this_run(self.session_dir, self.settings.boot_id, sequence):
+            return None
+        started = next(SessionReader(self.session_dir).events_after(sequence - 1))
+        return AdmittedTurn(sequence, started["data"]["input"])
 
     def _close_journal(self) -> None:
         if self.writer is not None:

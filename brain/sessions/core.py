@@ -25,6 +25,7 @@ from brain.actors.messages import (
     IdleTimeout,
     Recover,
     ReleaseMe,
+    RunAdmitted,
     RunEnvironmentOp,
     StartTurn,
     TurnDeadline,
@@ -36,6 +37,7 @@ from brain.sessions.state import (
     ENVIRONMENT_PHASES,
     REGISTRY,
     ActivationFinished,
+    AdmittedTurn,
     Command,
     Damaged,
     EnvironmentWork,
@@ -66,9 +68,33 @@ def step(state: SessionState, event: Any, now_ms: int) -> Step:
 # --- the journal opened or refused ----------------------------------------------------------
 
 
+ADMISSION = "admission"
+"""The requester of an admission made with no actor: its reply is the HTTP answer."""
+
+
+def admit(state: SessionState, command: StartTurn, now_ms: int) -> Step:
+    """An async submit admitted without an actor (brain/web/admission.py): the Step holds
+    `turn_started` and the receipt, or the refusal (ended, failed, busy), and nothing else.
+    `state` is the session just `Opened` with nothing in flight."""
+    tx = Tx(state, now_ms)
+    turns.admit(tx, Requester(ADMISSION, ""), command)
+    return tx.done()
+
+
+def admitted(projection: Any, sequence: int) -> bool:
+    """Whether the open turn `sequence` has run nothing yet: an admitted turn's shape."""
+    return (projection.open_turn == sequence and projection.open_activation is None
+            and not projection.unfinished_effects and projection.status == "running")
+
+
 def _opened(tx: Tx, opened: Opened) -> None:
-    """Restart rule: fail what a crash interrupted, never rerun it."""
+    """Restart rule: fail what a crash interrupted, never rerun it. A turn admitted in this
+    run of the server (never one a crash left; the actor tells them apart) starts instead."""
     tx.set(phase=Phase.IDLE, projection=opened.projection, damage=None)
+    turn: AdmittedTurn | None = opened.admitted
+    if turn is not None and admitted(opened.projection, turn.sequence):
+        turns.begin(tx, turn.sequence, turn.input, None)
+        return
     interrupted = interrupted_work(opened.projection)
     if interrupted:
         tx.commit(*interrupted)
@@ -188,6 +214,10 @@ def _recover(tx: Tx, who: Requester, command: Command) -> None:
     tx.reply(who, body=tx.view())  # the open before this recorded the interrupted work
 
 
+def _run_admitted(tx: Tx, who: Requester, command: Command) -> None:
+    """Nothing more: opening the journal started the admitted turn (or it ran already)."""
+
+
 def _start_turn(tx: Tx, who: Requester, command: Command) -> None:
     turns.start(tx, who, command.delivered.command)
 
@@ -203,6 +233,7 @@ _COMMANDS = {
     EndSession: _end,
     DeleteSession: _delete,
     Recover: _recover,
+    RunAdmitted: _run_admitted,
 }
 
 

@@ -133,9 +133,21 @@ def new_session(session_id: str, limits: Limits) -> SessionState:
 
 @dataclass(frozen=True)
 class Opened:
-    """The actor opened the journal (recovering torn writes); this is what it holds."""
+    """The actor opened the journal (recovering torn writes); this is what it holds.
+
+    `admitted` is a turn a web worker admitted without an actor in this run of the server
+    (brain/web/admission.py): its `turn_started` is durable and nothing of it has run yet, so
+    the open starts it instead of failing it as interrupted.
+    """
 
     projection: Projection
+    admitted: AdmittedTurn | None = None
+
+
+@dataclass(frozen=True)
+class AdmittedTurn:
+    sequence: int  # its turn_started record
+    input: Any
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """A turn's life in the session core: start, effect outcomes, cancel and deadline, finish.
 
-A turn starts with `turn_started` and `activation_started` in one batch and ends with the
+A turn starts with `turn_started` and `activation_started` in one batch (or, admitted by a web
+worker without an actor, with `turn_started` alone, the activation following when an actor
+opens the session) and ends with the
 activation's and the turn's terminal records in one batch. In between, every effect the
 Agentloop asked for (guest_ops.py) is out at an executor until its EffectDone arrives, or until
 Brain stops waiting: when the activation has ended, or when an executor did not confirm a
@@ -41,33 +43,54 @@ EXECUTOR_OF = {"model_call": MODEL_EXECUTOR_GLOBAL_NAME, "tool_call": TOOL_EXECU
 
 
 def start(tx: Tx, who: Requester, command: StartTurn) -> None:
+    sequence = _admit(tx, who, command)
+    if sequence is not None:
+        begin(tx, sequence, command.input, who if command.mode == "send" else None)
+
+
+def admit(tx: Tx, who: Requester, command: StartTurn) -> None:
+    """Only the admission of a submit: `turn_started` and the receipt, with no activation.
+
+    A web worker does this holding the journal's lock, with no actor (brain/web/admission.py);
+    the session's actor later opens the journal and `begin`s the turn (core._opened).
+    """
+    _admit(tx, who, command)
+
+
+def _admit(tx: Tx, who: Requester, command: StartTurn) -> int | None:
     state = tx.state
     projection = state.projection
     if projection.status in ("ending", "ended"):
         tx.reply(who, error=errors.SessionEnded("the session has ended"))
-        return
+        return None
     if projection.status == "failed":
         tx.reply(who, error=errors.SessionEnded("the session has failed"))
-        return
+        return None
     if state.turn is not None or projection.status != "idle":
         tx.reply(who, error=errors.SessionBusy("another turn is active"))
-        return
-    sequence = projection.last_seq + 1
-    agentloop = projection.config["agentloop"]
-    tx.commit(records.turn_started(command.input, command.mode),
-              records.activation_started(agentloop["name"], sequence))
+        return None
+    [started] = tx.commit(records.turn_started(command.input, command.mode))
+    if command.mode == "submit":
+        tx.reply(who, body={"session_id": state.session_id, "sequence": started["seq"]})
+    return started["seq"]
+
+
+def begin(tx: Tx, sequence: int, turn_input: Any, requester: Requester | None) -> None:
+    """Start the activation of the turn `sequence` (its turn_started is in this step's batch,
+    or was admitted earlier): one batch with it, so the two share one fdatasync."""
+    state = tx.state
+    agentloop = state.projection.config["agentloop"]
+    [activation] = tx.commit(records.activation_started(agentloop["name"], sequence))
     limits = state.limits
     tx.set(phase=Phase.RUNNING, release_wanted=False,
-           turn=Turn(sequence, sequence + 1, who if command.mode == "send" else None))
+           turn=Turn(sequence, activation["seq"], requester))
     if limits.max_turn_secs:
         tx.timer(float(limits.max_turn_secs), TurnDeadline(sequence))
-    if command.mode == "submit":
-        tx.reply(who, body={"session_id": state.session_id, "sequence": sequence})
     tx.act(StartActivation(sequence, agentloop, {
         "kind": "turn",
         "session_id": state.session_id,
         "turn": sequence,
-        "input": command.input,
+        "input": turn_input,
         "limits": {
             "max_model_calls": limits.max_model_calls,
             "max_turn_secs": limits.max_turn_secs,

@@ -29,6 +29,11 @@ STATUS_CODES = {
 }
 
 
+RETRY_AFTER_SECS = 1
+"""Retry-After of a 503 (`overloaded`, `draining`) unless the error names its own (a full
+backlog estimates its drain time): a shed request is cheap to retry."""
+
+
 def error_body(code: str, message: str, request_id: str) -> str:
     return json.dumps({"error": {"code": code, "message": message, "request_id": request_id}})
 
@@ -45,10 +50,14 @@ def _respond(req: falcon.Request, resp: falcon.Response, status: int, code: str,
 def handle_brain_error(req: falcon.Request, resp: falcon.Response, ex: errors.BrainError,
                        params: dict[str, Any]) -> None:
     _respond(req, resp, ex.status, ex.code, ex.message)
+    if ex.status in (429, 503):  # shed load: say when to come back
+        resp.set_header("Retry-After", str(ex.retry_after if ex.retry_after is not None
+                                              else RETRY_AFTER_SECS))
+    if isinstance(ex, errors.Overloaded):
+        # Shed before anything acted on it: its Idempotency-Key is free for the retry.
+        req.context.nothing_done = True
     if ex.code == "unauthorized":
         resp.set_header("WWW-Authenticate", "Bearer")
-    if ex.retry_after is not None:
-        resp.set_header("Retry-After", str(ex.retry_after))
 
 
 def handle_http_error(req: falcon.Request, resp: falcon.Response, ex: falcon.HTTPError,

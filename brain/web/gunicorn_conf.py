@@ -7,10 +7,20 @@ edits it and runs `brain serve --gunicorn-config PATH`.
 """
 
 import os
+import resource
 
 from brain.actors.identity import read_run_record
 from brain.logs import gunicorn_logconfig, json_logs
 from brain.settings import Settings
+
+
+def raise_descriptor_limit(wanted: int) -> None:
+    """Let each worker hold `wanted` descriptors if the hard limit allows (workers inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+
 
 _settings = Settings.from_env()
 
@@ -26,8 +36,12 @@ if not _settings.boot_id:
 bind = _settings.listen
 worker_class = "gevent"
 workers = _settings.web_workers
-# One greenlet per connection: live SSE followers hold theirs for as long as they follow.
-worker_connections = 1000
+# One greenlet per connection: live SSE followers hold theirs for as long as they follow. An
+# idle follower costs a greenlet and a socket (a few KiB), so the bound is high: 2,000 idle
+# followers and 1,000 clients driving turns at once fit in the default two workers. Each
+# connection is a file descriptor, so the soft descriptor limit is raised towards the hard one.
+worker_connections = 4096
+raise_descriptor_limit(worker_connections + 256)
 # Sync sends wait for whole turns; gevent workers keep heartbeating while they wait.
 timeout = 30
 graceful_timeout = max(_settings.drain_secs, 1)

@@ -90,6 +90,9 @@ class IdempotencyMiddleware:
         if claim is None:
             return
         req.context.idempotency_claim = None
+        if req.context.get("nothing_done"):
+            self.store().abandon(claim)  # shed (503 overloaded): a retry with the key runs
+            return
         answer = Answer(status=_status_code(resp),
                         headers=[(name, value) for name, value in resp.headers.items()
                                  if name.lower() in REPLAYED_HEADERS],

@@ -1,6 +1,10 @@
 """A burst of async submits against a real `brain serve`: time to the 202, then every turn ends.
 
 Usage: python -m tools.bench.burst [--sessions 600] [--delay-ms 5000]
+                                   [--baseline SRC --rounds 2]
+
+`--baseline SRC` names the source tree of another Brain (e.g. `git archive REV brain | tar -x
+-C SRC`): its server and this one's then alternate, `--rounds` times each, on fresh data dirs.
 
 `--sessions` sessions (default release policy) are created first, with a scripted model that
 answers after `--delay-ms`. Then one `POST /v1/sessions/{id}/messages` with
@@ -12,8 +16,10 @@ no session says `running`, and counts from the journals (JournalScan) the sessio
 turn ended with `turn_ended`.
 
 A 429 or 503 counts as a refusal, well-formed when it has `Retry-After` and the error shape
-`{"error": {"code", "message", "request_id"}}`; any other status, a malformed refusal, a closed
-connection or no answer within RESPONSE_TIMEOUT_SECS is an error.
+`{"error": {"code", "message", "request_id"}}`; the refused sessions submit again, all at once,
+after the largest Retry-After, until every session has its 202 (so all turns still run). Every
+answer counts in the latency figures, the retries' too. Any other status, a malformed refusal, a
+closed connection or no answer within RESPONSE_TIMEOUT_SECS is an error.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import selectors
+import shutil
 import socket
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -62,7 +70,8 @@ class Answer:
 class BurstResult:
     sessions: int
     create_secs: float
-    answers: list[Answer]
+    answers: list[Answer]  # every answer, retries after a refusal included
+    rounds: int  # the first burst plus the retry rounds of refused sessions
     ended: int  # sessions whose last turn ended with turn_ended
     end_secs: float  # from the first connect until no session was running
 
@@ -203,12 +212,25 @@ def burst(server: BrainServer, sessions: int, model: str = SLOW_MODEL) -> BurstR
     sids = create_sessions(server, sessions, model=model)
     create_secs = time.perf_counter() - start
     answers, first = fire(server.port, server.token, sids)
+    every = list(answers)
     accepted = [sid for sid, a in zip(sids, answers, strict=True) if a.status == 202]
+    refused = [(sid, a) for sid, a in zip(sids, answers, strict=True)
+               if a.well_formed_refusal()]
+    rounds = 1
+    retry_deadline = time.monotonic() + END_TIMEOUT_SECS
+    while refused and time.monotonic() < retry_deadline:
+        time.sleep(max(float(a.headers["retry-after"]) for _, a in refused))
+        again, _ = fire(server.port, server.token, [sid for sid, _ in refused])
+        rounds += 1
+        every.extend(again)
+        accepted += [sid for (sid, _), a in zip(refused, again, strict=True) if a.status == 202]
+        refused = [(sid, a) for (sid, _), a in zip(refused, again, strict=True)
+                   if a.well_formed_refusal()]
     wait_not_running(server, accepted, time.monotonic() + END_TIMEOUT_SECS)
     end_secs = time.perf_counter() - first
     root = server.data_dir / "sessions"
     ended = sum(1 for sid in sids if last_turn_ended(root / sid / "journal"))
-    return BurstResult(sessions, create_secs, answers, ended, end_secs)
+    return BurstResult(sessions, create_secs, every, rounds, ended, end_secs)
 
 
 def describe(result: BurstResult) -> list[str]:
@@ -219,8 +241,10 @@ def describe(result: BurstResult) -> list[str]:
     errors = result.errors()
     lines = [
         f"{result.sessions} sessions created in {result.create_secs:.1f} s; "
-        f"statuses {dict(sorted(statuses.items()))} (0 = no HTTP response)",
+        f"statuses {dict(sorted(statuses.items()))} (0 = no HTTP response) over "
+        f"{result.rounds} round(s) (refused sessions retry after Retry-After)",
         f"time to the answer: p50 {percentile(times, 0.5) * 1000:,.0f} ms, "
+        f"p99 {percentile(times, 0.99) * 1000:,.0f} ms, "
         f"max {max(times, default=float('nan')) * 1000:,.0f} ms over {len(times)} answers",
         f"202 {len(result.accepted())}, well-formed 429/503 {len(result.refused())}, "
         f"errors {len(errors)}; turns ended {result.ended} of {result.sessions} "
@@ -232,17 +256,43 @@ def describe(result: BurstResult) -> list[str]:
     return lines
 
 
+def baseline_server(source: Path, config: str) -> BrainServer:
+    """A server of the Brain whose source tree is `source` (run from it: `python -m` puts the
+    working directory first on the path, and every process it starts inherits it)."""
+    tmp = Path(tempfile.mkdtemp(prefix="brain-bench-"))
+    (tmp / "data").mkdir()
+    (tmp / "brain.toml").write_text(config)
+    return BrainServer(tmp / "data", env={"BRAIN_CONFIG": str(tmp / "brain.toml"),
+                                          "PYTHONPATH": str(source)}, cwd=source)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=600)
     parser.add_argument("--delay-ms", type=int, default=BURST_MODEL_DELAY_MS)
+    parser.add_argument("--baseline", type=Path, help="source tree of the Brain to compare")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     print(f"before: {loadavg()}; scripted answer of {len(ANSWER)} bytes after "
           f"{args.delay_ms} ms")
-    with bench_server(config=brain_config(slow_delay_ms=args.delay_ms)) as server:
-        result = burst(server, args.sessions)
-    for line in describe(result):
-        print(line)
+    config = brain_config(slow_delay_ms=args.delay_ms)
+    for n in range(args.rounds):
+        if args.baseline is not None:
+            server = baseline_server(args.baseline.resolve(), config).start()
+            try:
+                result = burst(server, args.sessions)
+            finally:
+                server.kill()
+                shutil.rmtree(server.data_dir.parent, ignore_errors=True)
+            print(f"round {n + 1}, baseline ({args.baseline}):")
+            for line in describe(result):
+                print(f"  {line}")
+        with bench_server(config=config) as server:
+            result = burst(server, args.sessions)
+        print(f"round {n + 1}, this tree:")
+        for line in describe(result):
+            print(f"  {line}")
+        print(f"  {loadavg()}", flush=True)
     print(f"after: {loadavg()}")
 
 

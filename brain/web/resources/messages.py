@@ -6,6 +6,7 @@ import falcon
 
 from brain.actors.messages import StartTurn
 from brain.settings import Settings
+from brain.web.admission import Admission
 from brain.web.bodies import MESSAGE_BODY_LIMIT
 from brain.web.contract import WRITE_ERRORS, Answer, operation
 from brain.web.gateway import ActorGateway
@@ -59,6 +60,7 @@ class MessagesResource:
     def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
         self.settings = settings
         self.gateway = gateway
+        self.admission = Admission(settings, gateway)
 
     @operation("sendMessage", "Run a turn (sync), or submit it (Prefer: respond-async)", {
         200: Answer("The finished turn", TURN_RESULT),
@@ -66,11 +68,14 @@ class MessagesResource:
     }, errors=(*WRITE_ERRORS, 503), headers=("Prefer",), body=MESSAGE_BODY, body_required=True,
        body_limit=MESSAGE_BODY_LIMIT)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
-        session_dir(self.settings, session_id)
+        path = session_dir(self.settings, session_id)
         turn_input = req.context.body["input"]
         if respond_async(req):
-            receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit"),
-                                           SUBMIT_TIMEOUT_SECS)
+            # Admitted here when no actor holds the session; else its actor decides.
+            receipt = self.admission.submit(path, turn_input)
+            if receipt is None:
+                receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit"),
+                                               SUBMIT_TIMEOUT_SECS)
             resp.status = falcon.HTTP_202
             resp.set_header("Preference-Applied", "respond-async")
             resp.set_header("Location", f"/v1/sessions/{session_id}")

@@ -1,0 +1,41 @@
+"""The admission marker: which turn a web worker admitted without an actor, and in which run.
+
+An admitted turn is a durable `turn_started` with nothing after it. A crash can leave exactly
+that shape too, and a crash's leftover must fail `interrupted`, never run. The marker tells
+them apart: before it commits `turn_started`, the admitting web worker writes
+`sessions/{id}/admitted` with this run's boot id (BRAIN_BOOT_ID, new at every `brain serve`)
+and the turn's sequence. A session actor runs the open turn only when the marker names it and
+the current boot id; after a restart the boot id differs, so the turn fails `interrupted`
+whatever order the start-up scan and new requests take. The marker needs no fsync: if a crash
+loses it, the turn it named is a crash's leftover anyway.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MARKER_NAME = "admitted"
+
+
+def mark_admitted(session_dir: Path, boot_id: str, sequence: int) -> None:
+    """Say that this run admits the turn `sequence` (before its turn_started is committed)."""
+    path = session_dir / MARKER_NAME
+    tmp = session_dir / f"{MARKER_NAME}.tmp"
+    tmp.write_text(f"{boot_id} {sequence}\n", encoding="ascii")
+    os.replace(tmp, path)
+
+
+def admitted_in_this_run(session_dir: Path, boot_id: str | None, sequence: int) -> bool:
+    """True when the marker names the turn `sequence` and this run's boot id."""
+    if not boot_id:
+        return False
+    try:
+        text = (session_dir / MARKER_NAME).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return text.split() == [boot_id, str(sequence)]
+
+
+def clear_admitted(session_dir: Path) -> None:
+    (session_dir / MARKER_NAME).unlink(missing_ok=True)

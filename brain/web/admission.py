@@ -1,0 +1,164 @@
+"""Admission of an async submit without a session actor: commit `turn_started`, answer, then work.
+
+A turn holds its session's actor (a process) until it ends, so when a burst of submits arrives
+every actor may be busy, and forking one costs more than the whole admission. The 202 must not
+wait for that: its contract is only that `turn_started` is durable. So, for a session no actor
+holds, the web worker admits the turn itself:
+
+1. refuse at once (503 `overloaded`) if the registry's backlog is full (the admission board);
+2. take the journal's writer lock (the same flock a session actor's writer takes: whoever holds
+   it is the session's one writer; if an actor holds it, the submit goes to that actor instead);
+3. open the journal and step the pure session core (`core.admit`) on its projection, which
+   decides ended, failed and busy exactly as an actor would;
+4. write the admission marker (brain/admitted.py), commit `turn_started` (one fdatasync),
+   release the lock, hint SSE followers, and tell the registry `RunAdmitted`; an actor then
+   opens the session and runs the turn, from the pool or a fork, off the request path.
+
+A session with anything in flight (a turn, a creation, an ending, a crash's leftover) is not
+admitted here: the actor path decides those, as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from brain import errors
+from brain.actors.admission_board import BoardReader
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
+from brain.admitted import mark_admitted
+from brain.journal import JournalError, JournalLocked, JournalWriter, SessionReader
+from brain.live import LivePublisher
+from brain.sessions import core
+from brain.sessions.recovery import interrupted_work
+from brain.sessions.state import Limits, Opened, new_session
+from brain.settings import Settings
+from brain.web.background import gevent_active, spawn_background
+from brain.web.gateway import ActorGateway
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+HAND_OVER_BATCH = 256
+MAX_RETRY_AFTER_SECS = 30
+
+
+def off_the_hub(fn: Callable[..., T], *args: Any) -> T:
+    """Run `fn` in gevent's thread pool when in a gevent worker: the two fdatasyncs of an
+    admission (the open's and the commit's) then overlap across requests instead of stopping
+    every greenlet of the worker in turn. Plain call elsewhere."""
+    if not gevent_active():
+        return fn(*args)
+    import gevent
+
+    return gevent.get_hub().threadpool.apply(fn, args)
+
+
+class Admission:
+    """One per web worker: admits submits to sessions no actor holds."""
+
+    def __init__(self, settings: Settings, gateway: ActorGateway) -> None:
+        self._settings = settings
+        self._gateway = gateway
+        self._board = BoardReader(settings.data_path)
+        self._live: LivePublisher | None = None
+        self._to_run: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._runner_started = False
+        self._runner_lock = threading.Lock()
+
+    def check_capacity(self) -> None:
+        """503 `overloaded` when the backlog of work waiting for an actor is full."""
+        backlog, serving = self._board.read()
+        if backlog >= self._settings.admission_backlog:
+            refusal = errors.Overloaded("every session actor is busy and the admission "
+                                        "backlog is full; retry after Retry-After")
+            # About how many turns' time the backlog takes to drain: a client that waits that
+            # long does not come back into the same full backlog.
+            refusal.retry_after = min(MAX_RETRY_AFTER_SECS, 1 + backlog // max(serving, 1))
+            raise refusal
+
+    def submit(self, session_dir: Path, turn_input: Any) -> dict[str, Any] | None:
+        """The receipt of a turn admitted here, or None: route the submit to the actor."""
+        boot_id = self._settings.boot_id
+        if not boot_id:
+            return None  # no run identity to mark the admission with: the actor path
+        self.check_capacity()
+        admitted = off_the_hub(self._commit, session_dir, boot_id, turn_input)
+        if admitted is None:
+            return None
+        receipt, sequence = admitted
+        self._hint(session_dir.name, sequence)
+        self._hand_over(session_dir.name)
+        return receipt
+
+    def _commit(self, session_dir: Path, boot_id: str, turn_input: Any
+                ) -> tuple[dict[str, Any], int] | None:
+        try:
+            writer = JournalWriter.open(session_dir / "journal",
+                                        segment_bytes=self._settings.segment_bytes)
+        except JournalLocked:
+            return None  # an actor holds the session: it decides
+        except JournalError:
+            return None  # damaged, or unreadable: the actor path reports it
+        try:
+            return self._admit(writer, session_dir, boot_id, turn_input)
+        finally:
+            writer.close()
+
+    def _admit(self, writer: JournalWriter, session_dir: Path, boot_id: str,
+               turn_input: Any) -> tuple[dict[str, Any], int] | None:
+        projection = SessionReader(session_dir).projection()
+        if projection.config is None or interrupted_work(projection):
+            return None  # not created, or work in flight: the actor path decides
+        now_ms = time.time_ns() // 1_000_000
+        session_id = session_dir.name
+        state = core.step(new_session(session_id, Limits()), Opened(projection), now_ms).state
+        step = core.admit(state, StartTurn(turn_input, "submit"), now_ms)
+        [reply] = step.replies
+        if reply.error is not None:
+            raise reply.error  # ended, failed or busy, as the actor would answer
+        [record] = step.records
+        mark_admitted(session_dir, boot_id, record["seq"])  # before the commit: see admitted.py
+        committed = writer.append([record], at=record["at"])
+        if committed[-1]["seq"] != record["seq"]:
+            raise JournalError(f"the session core numbered {record['seq']}, the journal "
+                               f"{committed[-1]['seq']}")
+        return reply.body, record["seq"]
+
+    def _hint(self, session_id: str, sequence: int) -> None:
+        if self._live is None:
+            self._live = LivePublisher(self._settings.data_path)
+        self._live.committed(session_id, sequence)
+
+    def _hand_over(self, session_id: str) -> None:
+        """The registry hears of the turn after the 202 is on its way, from one background
+        loop per worker: telling it costs a Thespian connection, which no answer waits for."""
+        with self._runner_lock:
+            if not self._runner_started:
+                self._runner_started = True
+                spawn_background(self._hand_over_forever, "admitted-turns")
+        self._to_run.put(session_id)
+
+    def _hand_over_forever(self) -> None:
+        while True:
+            batch = [self._to_run.get()]
+            while len(batch) < HAND_OVER_BATCH:
+                try:
+                    batch.append(self._to_run.get_nowait())
+                except queue.Empty:
+                    break
+            self._run(tuple(batch))
+
+    def _run(self, session_ids: tuple[str, ...]) -> None:
+        """Tell the registry; the turns are durable and answered whatever happens here."""
+        from brain.actors.registry import Registry
+
+        try:
+            self._gateway.tell_global(REGISTRY_GLOBAL_NAME, Registry, AdmittedTurns(session_ids))
+        except Exception:
+            log.exception("admitted turns of %s not handed to the registry; each runs at its "
+                          "session's next command", ", ".join(session_ids))

@@ -1,0 +1,204 @@
+"""Admission without an actor (brain/web/admission.py): an async submit's 202 names a durable
+turn_started even when no session actor is free, the turn then runs and ends; a turn admitted
+but not yet run when the whole server is SIGKILLed fails `interrupted` after the restart and
+never runs; past capacity Brain sheds with 503 `overloaded` and Retry-After, and loses nothing
+it accepted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brain.actors.admission_board import BoardReader
+from brain.journal import JournalScan
+from tests.support.server import BrainServer, configured, group_pids
+from tests.support.waiting import wait_for
+
+SLOW = "slow"
+SUBMIT = {"Prefer": "respond-async"}
+
+
+def slow_server(tmp_path: Path, delay_ms: int, **env: str) -> BrainServer:
+    toml = (f'[models.{SLOW}]\nprovider = "scripted"\n'
+            f'script = [ {{ text = "done", delay_ms = {delay_ms} }} ]\n')
+    return configured(tmp_path, toml, {"BRAIN_SESSION_POOL_SIZE": "1",
+                                       "BRAIN_MAX_SESSION_ACTORS": "1", **env})
+
+
+@pytest.fixture
+def one_actor(tmp_path: Path) -> Iterator[BrainServer]:
+    """One session actor for the whole server, and a model that takes 3 s."""
+    server = slow_server(tmp_path, 3000).start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def kinds(server: BrainServer, session_id: str) -> list[str]:
+    journal = server.data_dir / "sessions" / session_id / "journal"
+    return [frame.record["kind"] for frame in JournalScan(journal)]
+
+
+def session_processes(server: BrainServer) -> int:
+    count = 0
+    for pid in group_pids(server.proc.pid):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"brain: session "):
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def session_pid(server: BrainServer, session_id: str) -> int:
+    title = f"brain: session {session_id}".encode()
+    for pid in group_pids(server.proc.pid):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(title):
+                return pid
+        except OSError:
+            continue
+    raise AssertionError(f"no process serves session {session_id}")
+
+
+def submit(server: BrainServer, session_id: str, text: str = "hi", key: str | None = None):
+    headers = dict(SUBMIT, **({"Idempotency-Key": key} if key else {}))
+    began = time.monotonic()
+    resp = server.request("POST", f"/v1/sessions/{session_id}/messages", json={"input": text},
+                          headers=headers, timeout=30)
+    return resp, time.monotonic() - began
+
+
+def settled(server: BrainServer, session_id: str) -> str | None:
+    status = server.request("GET", f"/v1/sessions/{session_id}").json()["status"]
+    return None if status == "running" else status
+
+
+def assert_shed(resp) -> None:
+    assert resp.status_code == 503, resp.text
+    assert int(resp.headers["Retry-After"]) >= 1
+    error = resp.json()["error"]
+    assert error["code"] == "overloaded" and error["message"] and error["request_id"]
+
+
+def test_submits_are_admitted_while_the_only_actor_is_busy(one_actor):
+    server = one_actor
+    ids = [server.create_session(model=SLOW)["id"] for _ in range(3)]
+    for session_id in ids:
+        resp, secs = submit(server, session_id)
+        assert resp.status_code == 202, resp.text
+        assert secs < 1.0, f"202 after {secs:.2f} s"
+        receipt = resp.json()
+        assert receipt["session_id"] == session_id
+        assert kinds(server, session_id)[receipt["sequence"] - 1] == "turn_started"
+    # One actor serves them in turn: no fork per admitted session.
+    assert session_processes(server) <= 1
+    for session_id in ids:
+        wait_for(lambda s=session_id: settled(server, s), timeout=60, what="turn over")
+        assert kinds(server, session_id)[-2:] == ["activation_ended", "turn_ended"]
+    # A busy session's second submit is refused as the actor would refuse it.
+    resp, _ = submit(server, ids[0])
+    assert resp.status_code == 202
+    again, _ = submit(server, ids[0])
+    assert again.status_code == 409 and again.json()["error"]["code"] == "session_busy"
+    wait_for(lambda: settled(server, ids[0]), timeout=30, what="turn over")
+
+
+def test_an_admitted_turn_cut_off_by_a_crash_fails_interrupted_and_never_runs(tmp_path):
+    server = slow_server(tmp_path, 8000).start()
+    try:
+        running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
+        assert submit(server, running)[0].status_code == 202
+        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
+                 what="the first turn holds the only actor")
+        resp, _ = submit(server, waiting)
+        assert resp.status_code == 202, resp.text
+        sequence = resp.json()["sequence"]
+        time.sleep(0.5)
+        assert kinds(server, waiting)[sequence - 1:] == ["turn_started"]  # admitted, not run
+        server.kill()
+        server.start()
+        for session_id in (running, waiting):
+            wait_for(lambda s=session_id: settled(server, s), timeout=30, what="recovered")
+        assert kinds(server, waiting)[sequence - 1:] == ["turn_started", "turn_failed"]
+        events = server.events(waiting)
+        failed = [e for e in events if e["kind"] == "turn_failed"]
+        assert failed[-1]["data"]["error"]["code"] == "interrupted"
+        time.sleep(1.0)  # nothing runs it later either
+        assert "activation_started" not in kinds(server, waiting)[sequence - 1:]
+    finally:
+        server.kill()
+
+
+def test_past_capacity_work_is_shed_with_503_and_retry_after(tmp_path):
+    server = slow_server(tmp_path, 3000, BRAIN_ADMISSION_BACKLOG="1").start()
+    try:
+        running, queued, shed, sync = (server.create_session(model=SLOW)["id"]
+                                       for _ in range(4))
+        assert submit(server, running)[0].status_code == 202
+        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
+                 what="the first turn holds the only actor")
+        assert submit(server, queued)[0].status_code == 202
+        board = BoardReader(server.data_dir)
+        wait_for(lambda: board.read()[0] >= 1, timeout=10, what="the backlog is full")
+        resp, secs = submit(server, shed, key="shed-1")
+        assert_shed(resp)
+        assert secs < 1.0
+        resp = server.request("POST", f"/v1/sessions/{sync}/messages", json={"input": "x"},
+                              timeout=30)
+        assert_shed(resp)
+        assert kinds(server, shed)[-1] == "session_created"  # nothing was started
+        for session_id in (running, queued):
+            wait_for(lambda s=session_id: settled(server, s), timeout=60, what="turn over")
+            assert kinds(server, session_id)[-1] == "turn_ended"
+        # The shed request's Idempotency-Key was not spent: the same key runs the retry.
+        resp = wait_for(lambda: (r := submit(server, shed, key="shed-1")[0]).status_code == 202
+                        and r, timeout=30, interval=1.0, what="the retry is admitted")
+        replay, _ = submit(server, shed, key="shed-1")
+        assert replay.status_code == 202 and replay.json() == resp.json()
+        wait_for(lambda: settled(server, shed), timeout=60, what="turn over")
+        assert kinds(server, shed)[-1] == "turn_ended"
+    finally:
+        server.kill()
+
+
+def test_a_sync_send_waiting_past_the_bound_gets_a_clear_answer(tmp_path):
+    server = slow_server(tmp_path, 6000, BRAIN_ADMISSION_WAIT_SECS="1").start()
+    try:
+        running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
+        assert submit(server, running)[0].status_code == 202
+        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
+                 what="the first turn holds the only actor")
+        began = time.monotonic()
+        resp = server.request("POST", f"/v1/sessions/{waiting}/messages", json={"input": "x"},
+                              timeout=30)
+        assert_shed(resp)
+        assert time.monotonic() - began < 4.0
+        assert kinds(server, waiting)[-1] == "session_created"
+        wait_for(lambda: settled(server, running), timeout=60, what="turn over")
+        assert server.send(waiting, "now")["status"] == "ended"
+    finally:
+        server.kill()
+
+
+def test_a_session_actor_that_dies_alone_has_its_turn_recorded_at_once(one_actor):
+    """No command needed: the registry queues a recovery for the session of an actor that
+    exited unexpectedly, so its open turn fails `interrupted` and the session takes turns."""
+    server = one_actor
+    session_id = server.create_session(model=SLOW)["id"]
+    assert submit(server, session_id)[0].status_code == 202
+    wait_for(lambda: "model_call_started" in kinds(server, session_id), timeout=30,
+             what="the turn runs")
+    os.kill(session_pid(server, session_id), signal.SIGKILL)
+    wait_for(lambda: "turn_failed" in kinds(server, session_id), timeout=30,
+             what="the interrupted turn recorded")
+    events = server.events(session_id)
+    assert [e for e in events if e["kind"] == "turn_failed"][-1]["data"]["error"]["code"] \
+        == "interrupted"
+    assert server.send(session_id, "again")["status"] == "ended"

@@ -37,5 +37,19 @@ def admitted_in_this_run(session_dir: Path, boot_id: str | None, sequence: int) 
     return text.split() == [boot_id, str(sequence)]
 
 
+def admitted_sessions(sessions_path: Path, boot_id: str) -> list[str]:
+    """Sessions whose marker names this run: turns admitted and answered 202 whose actor may
+    never have been told (the admitting web worker died between the 202 and the hand-over)."""
+    found = []
+    for marker in sessions_path.glob(f"*/{MARKER_NAME}"):
+        try:
+            words = marker.read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if words[:1] == [boot_id]:
+            found.append(marker.parent.name)
+    return found
+
+
 def clear_admitted(session_dir: Path) -> None:
     (session_dir / MARKER_NAME).unlink(missing_ok=True)

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from brain import errors
 from brain.actors.admission_board import BoardReader
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
-from brain.admitted import mark_admitted
+from brain.admitted import admitted_sessions, mark_admitted
 from brain.journal import JournalError, JournalLocked, JournalWriter, SessionReader
 from brain.live import LivePublisher
 from brain.sessions import core
@@ -69,6 +69,17 @@ class Admission:
         self._to_run: queue.SimpleQueue[str] = queue.SimpleQueue()
         self._runner_started = False
         self._runner_lock = threading.Lock()
+        if settings.boot_id:
+            spawn_background(self._hand_over_leftovers, "admitted-leftovers")
+
+    def _hand_over_leftovers(self) -> None:
+        """A worker that starts hands over the turns of this run still waiting for an actor:
+        the worker that admitted one may have died between its 202 and telling the registry
+        (gunicorn then starts this one). A turn already running ignores the repeat."""
+        assert self._settings.boot_id is not None
+        for session_id in admitted_sessions(self._settings.sessions_path,
+                                            self._settings.boot_id):
+            self._hand_over(session_id)
 
     def check_capacity(self) -> None:
         """503 `overloaded` when the backlog of work waiting for an actor is full."""

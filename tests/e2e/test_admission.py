@@ -6,6 +6,7 @@ it accepted."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -202,3 +203,44 @@ def test_a_session_actor_that_dies_alone_has_its_turn_recorded_at_once(one_actor
     assert [e for e in events if e["kind"] == "turn_failed"][-1]["data"]["error"]["code"] \
         == "interrupted"
     assert server.send(session_id, "again")["status"] == "ended"
+
+
+def web_worker_pids(server: BrainServer) -> list[int]:
+    pids = []
+    for pid in group_pids(server.proc.pid):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"gunicorn: worker"):
+                pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def test_a_turn_whose_worker_died_before_the_hand_over_still_runs(tmp_path):
+    """The 202 went out, then the admitting worker died before telling the registry: the worker
+    gunicorn starts in its place hands the turn over, with no further command to the session."""
+    from brain.settings import Settings
+    from brain.web.admission import Admission
+
+    server = slow_server(tmp_path, 10).start()
+    try:
+        sid = server.create_session()["id"]
+        assert server.send(sid, "warm")["status"] == "ended"
+        record = json.loads((server.data_dir / "run" / "actor.json").read_text())
+        boot_id = record["identity"].rsplit("boot=", 1)[1]
+        wait_for(lambda: "turn_started" not in kinds(server, sid)[-1:], timeout=10)
+        # What the dead worker did: marker, durable turn_started, 202 - and nothing else.
+        admission = object.__new__(Admission)
+        admission._settings = Settings.from_env({"BRAIN_DATA_DIR": str(server.data_dir)})
+        receipt, sequence = admission._commit(server.data_dir / "sessions" / sid, boot_id,
+                                              "orphaned")
+        assert kinds(server, sid)[-1] == "turn_started"
+        time.sleep(1.0)
+        assert kinds(server, sid)[-1] == "turn_started", "nobody was told; nothing may run"
+        [worker, *_] = web_worker_pids(server)
+        os.kill(worker, signal.SIGKILL)
+        wait_for(lambda: kinds(server, sid)[-1] == "turn_ended", timeout=30)
+        started = [k for k in kinds(server, sid) if k == "turn_started"]
+        assert len(started) == 2 and receipt["sequence"] == sequence
+    finally:
+        server.kill()

@@ -111,3 +111,31 @@ def test_failed_fsync_of_a_turn_start_refuses_the_turn(env) -> None:  # type: ig
     wait_for(lambda: "turn_ended" in kinds(journal(server.data_dir, sid)), what="the next turn")
     assert unmatched_starts(journal(server.data_dir, sid)) == []
     assert verify(server.data_dir, sid) == ""
+
+
+def test_writer_cuts_a_batch_whose_fdatasync_failed(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Library level: the failed batch leaves the segment (page cache included), the writer
+    refuses every later append, and a reopen sees the journal as it was before the batch."""
+    from brain.journal import JournalScan, JournalWriter, WriterBroken
+    from brain.journal import writer as writer_module
+    from brain.journal.fault_hook import ENV, armed_fdatasync
+
+    trigger = tmp_path / "trigger"
+    monkeypatch.setenv(ENV, str(trigger))
+    monkeypatch.setattr(writer_module, "_test_fdatasync", armed_fdatasync())
+    journal_dir = tmp_path / "s1" / "journal"
+    writer = JournalWriter.open(journal_dir)
+    writer.append([{"kind": "kv_put", "key": "a", "value": 1}])
+    size = sum(p.stat().st_size for p in journal_dir.iterdir())
+    trigger.write_text("s1")
+    with pytest.raises(WriterBroken):
+        writer.append([{"kind": "kv_put", "key": "b", "value": 2}])
+    assert sum(p.stat().st_size for p in journal_dir.iterdir()) == size
+    with pytest.raises(WriterBroken):  # never retried, never believed
+        writer.append([{"kind": "kv_put", "key": "c", "value": 3}])
+    writer.close()
+    reopened = JournalWriter.open(journal_dir)
+    assert reopened.last_seq == 1
+    reopened.close()
+    assert [f.record["key"] for f in JournalScan(journal_dir)] == ["a"]

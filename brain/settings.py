@@ -184,6 +184,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("test_pause_after_claim_secs", "BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS", 0,
             _non_negative_int,
             "test hook: seconds a request sleeps between its idempotency claim and its work"),
+    Setting("test_fail_fsync", "BRAIN_TEST_FAIL_FSYNC", None, _optional_path,
+            "test hook: a trigger file; while it exists, the next journal fdatasync of a "
+            "session whose path contains its text fails (read by the journal writer itself)",
+            "unset"),
 )
 
 
@@ -221,6 +225,7 @@ class Settings:
     segment_bytes: int
     boot_id: str | None
     test_pause_after_claim_secs: int
+    test_fail_fsync: Path | None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -28,6 +28,7 @@ class PendingGuestCall:
 
     op: dict[str, Any]
     answer: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
+    turn: int = 0  # the turn whose activation asks (an abandoned turn's calls are refused)
 
     def respond(self, result: dict[str, Any]) -> None:
         self.answer.put(result)
@@ -76,7 +77,7 @@ def start_activation(bridge: ThreadBridge, run: Any, turn: int) -> threading.Thr
     """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge."""
 
     def guest_call(op: dict[str, Any]) -> dict[str, Any]:
-        call = PendingGuestCall(op)
+        call = PendingGuestCall(op, turn=turn)
         bridge.post(call)
         try:
             return call.answer.get(timeout=GUEST_CALL_ANSWER_SECS)

@@ -18,6 +18,7 @@ import json
 import logging
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,12 @@ from brain.actors.messages import (
 from brain.actors.proctitle import rename_actor_process
 from brain.admitted import admitted_in_this_run, clear_admitted
 from brain.journal import CorruptJournal, JournalError, JournalLocked, JournalWriter, SessionReader
+from brain.journal.errors import WriterBroken
 from brain.journal.events import is_public, transcript_length_after
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
 from brain.sessions import core
+from brain.sessions.abandon import waiting_clients
 from brain.sessions.environments import environments_set_up
 from brain.sessions.state import (
     REGISTRY,
@@ -81,6 +84,12 @@ POOLED_ROLE = "pooled session"
 LOCK_WAIT_SECS = 5.0
 LOCK_RETRY_SECS = 0.002
 
+COMMIT_FAILED = "the session's journal could not be written; nothing more of this was committed"
+
+
+class CommitFailed(Exception):
+    """The journal refused a batch (disk full, failed fdatasync): see `_abandon`."""
+
 
 class SessionActor(BridgedActor):
     trace_name = "session"
@@ -94,6 +103,8 @@ class SessionActor(BridgedActor):
         self.registry: Any = None
         self.services: dict[str, Any] = {}
         self.writer: JournalWriter | None = None
+        self._reopening = False
+        self._void_turns: set[int] = set()  # turns abandoned by a failed commit
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
         self._fresh_session_state()
 
@@ -161,7 +172,10 @@ class SessionActor(BridgedActor):
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         for item in self.bridge.drain():
-            if isinstance(item, PendingGuestCall):
+            if item.turn in self._void_turns:  # of a turn a failed commit abandoned
+                if isinstance(item, PendingGuestCall):
+                    item.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
+            elif isinstance(item, PendingGuestCall):
                 self._guest_call(item)
             elif isinstance(item, ActivationFinished):
                 self.stopper = None
@@ -262,7 +276,11 @@ class SessionActor(BridgedActor):
     # --- one step, carried out --------------------------------------------------------------
 
     def _step(self, event: Any) -> None:
-        self._carry_out(core.step(self.core, event, time.time_ns() // 1_000_000))
+        step = core.step(self.core, event, time.time_ns() // 1_000_000)
+        try:
+            self._carry_out(step)
+        except CommitFailed as exc:
+            self._abandon(step, exc)
 
     def _carry_out(self, step: Step) -> None:
         if step.records:
@@ -289,7 +307,10 @@ class SessionActor(BridgedActor):
     def _commit(self, records: tuple[dict[str, Any], ...]) -> None:
         """Append one batch (one write, one fdatasync) exactly as the core numbered it."""
         began = time.perf_counter()
-        committed = self.writer.append(list(records), at=records[0]["at"])
+        try:
+            committed = self.writer.append(list(records), at=records[0]["at"])
+        except (WriterBroken, OSError) as exc:
+            raise CommitFailed(str(exc)) from exc
         self.metrics.observe("brain_journal_commit_seconds", time.perf_counter() - began)
         if committed[-1]["seq"] != records[-1]["seq"] or committed[0]["at"] != records[0]["at"]:
             raise JournalError(f"the session core numbered {records[-1]['seq']}, the journal "
@@ -299,6 +320,42 @@ class SessionActor(BridgedActor):
         self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
         if _has_public_event(committed, self.core.projection):
             self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
+
+    def _abandon(self, failed: Step, exc: CommitFailed) -> None:
+        """A commit failed: nothing of `failed` happened, and nothing this actor holds of the
+        session can be trusted (the PostgreSQL fsync lesson: a failed fdatasync is never
+        retried and believed). Every waiting client hears `internal`, the guest is stopped,
+        timers and late answers of the session are voided, and the session is reopened from
+        what is on disk, whose recovery fails the interrupted turn; never its effects again."""
+        session_id = self.core.session_id
+        log.error("session %s: commit failed (%s); reopening it from disk", session_id, exc)
+        for who in waiting_clients(self.core, failed):
+            self.send(who.reply_to, Reply(who.request_id, error_code="internal",
+                                          error_message=COMMIT_FAILED))
+        for call in self.guest_calls.values():
+            call.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
+        if self.stopper is not None:
+            self.stopper.stop()
+        if self.core.turn is not None:
+            self._void_turns.add(self.core.turn.sequence)
+        handled = max(self.core.handled, failed.state.handled)
+        self._close_journal()
+        self._fresh_session_state()
+        self.lease += 1  # the abandoned session's timers are void
+        self.core = replace(new_session(session_id, _limits(self.settings)), handled=handled)
+        if self._reopening:
+            return  # the reopen itself failed: closed until the next command tries again
+        self._reopening = True
+        try:
+            self.writer = self._open_writer(self.session_dir / "journal")
+            opened, self.writer.opened = self.writer.opened, None
+            self._step(Opened(opened))
+        except (JournalError, OSError) as reopen_exc:
+            log.error("session %s: reopen failed (%s); the next command tries again",
+                      session_id, reopen_exc)
+            self._close_journal()
+        finally:
+            self._reopening = False
 
     def _checkpoint(self) -> None:
         """At a moment of rest (a turn ended, a session created, ended, recovered): write the

@@ -112,12 +112,17 @@ def write_checkpoint(path: Path, cp: Checkpoint, projection: Projection) -> None
     temp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        # A full disk (or a failed fdatasync) must not also keep a torn copy holding space.
+        temp.unlink(missing_ok=True)
+        raise
     os.replace(temp, path)
     fsync_dir(path.parent)
 

@@ -30,6 +30,7 @@ from brain.journal.errors import (
     JournalError,
     WriterBroken,
 )
+from brain.journal.fault_hook import armed_fdatasync
 from brain.journal.frames import (
     FRAME_HEADER_SIZE,
     SEGMENT_HEADER_SIZE,
@@ -61,6 +62,7 @@ _DEFAULT = object()
 _RESERVED = ("seq", "kind", "at")
 _extend_crc = google_crc32c.extend
 _live_writers: weakref.WeakSet[JournalWriter] = weakref.WeakSet()
+_test_fdatasync = armed_fdatasync()  # None unless a test armed the hook (fault_hook.py)
 
 
 def _now_ms() -> int:
@@ -179,9 +181,13 @@ class JournalWriter(JournalOpening):
                 view = memoryview(data)[written:]
                 while view:
                     view = view[os.write(self._fd, view) :]
-            os.fdatasync(self._fd)
+            if _test_fdatasync is None:
+                os.fdatasync(self._fd)
+            else:
+                _test_fdatasync(self._fd, self.journal_dir)
         except OSError as exc:
             self._broken = exc
+            _drop_unsynced(self._fd, base, self.journal_dir)
             raise WriterBroken(
                 f"{self.journal_dir}: write failed ({exc}); the journal must be reopened"
             ) from exc
@@ -299,6 +305,22 @@ class JournalWriter(JournalOpening):
 
     def __repr__(self) -> str:
         return f"<JournalWriter {self.journal_dir} last_seq={self.last_seq}>"
+
+
+def _drop_unsynced(fd: int, base: int, journal_dir: Path) -> None:
+    """Cut a batch whose write or fdatasync failed off the segment, page cache included.
+
+    After a failed fdatasync the kernel may already have dropped the dirty pages while the
+    page cache still shows the bytes (the PostgreSQL fsync lesson): they must never become
+    history, neither for a reader now nor for the recovery of the next open. The fdatasync
+    after the cut is not a retry of the failed one: it only makes the cut itself durable,
+    and if it fails too, recovery still sees at most a batch nobody was told was committed.
+    """
+    try:
+        os.ftruncate(fd, base)
+        os.fdatasync(fd)
+    except OSError as exc:
+        log.error("%s: could not cut the failed batch at byte %d: %s", journal_dir, base, exc)
 
 
 def _length_before(records: list[dict[str, Any]], index: int, length: int) -> int:

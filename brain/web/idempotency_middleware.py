@@ -20,6 +20,7 @@ decides replay, conflict, in-progress and ambiguous.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from typing import Any
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 
 REPLAYED_HEADERS = ("content-type", "location", "preference-applied")
 SWEEP_INTERVAL_SECS = 600.0
+STORE_RETRY_SECS = 1.0  # an answer the store could not take (disk full) is offered again
+STORE_RETRY_FOR_SECS = 3600.0
 
 
 class IdempotencyMiddleware:
@@ -97,7 +100,13 @@ class IdempotencyMiddleware:
                         headers=[(name, value) for name, value in resp.headers.items()
                                  if name.lower() in REPLAYED_HEADERS],
                         body=resp.render_body() or b"")
-        self.store().complete(claim, answer.status, answer.headers, answer.body)
+        try:
+            self.store().complete(claim, answer.status, answer.headers, answer.body)
+        except sqlite3.Error as exc:
+            # The client still gets its answer; the claim is answered once the store can
+            # take it. Until then a retry is `request_in_progress`, never a second run.
+            log.error("idempotency answer not stored (%s); storing it once the store can", exc)
+            _complete_later(self.store(), claim, answer)
         _send(resp, answer)
 
 
@@ -113,6 +122,29 @@ def _send(resp: falcon.Response, answer: Answer) -> None:
     resp.data = answer.body
     for name, value in answer.headers:
         resp.set_header(name, value)
+
+
+def _complete_later(store: IdempotencyStore, claim: Any, answer: Answer) -> None:
+    """Offer the answer again every STORE_RETRY_SECS (a full disk frees up), for an hour.
+
+    Not the PostgreSQL fsync trap: SQLite rolls a failed transaction back, and each offer is a
+    new transaction that either commits durably or fails again.
+    """
+    def store_answer() -> None:
+        deadline = time.monotonic() + STORE_RETRY_FOR_SECS
+        while time.monotonic() < deadline:
+            time.sleep(STORE_RETRY_SECS)
+            try:
+                store.complete(claim, answer.status, answer.headers, answer.body)
+                return
+            except sqlite3.Error:
+                continue
+            except ValueError:
+                return  # answered or abandoned meanwhile
+        log.error("idempotency answer never stored; the key reads as in progress until a "
+                  "restart makes it idempotency_ambiguous")
+
+    spawn_background(store_answer, "idempotency-answer-retry")
 
 
 def _spawn_sweeper(store: IdempotencyStore) -> None:

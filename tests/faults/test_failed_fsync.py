@@ -1,0 +1,141 @@
+"""A failed fdatasync is fatal for the session's writer, end to end through a real server.
+
+The journal writer's test hook (brain/journal/fault_hook.py, armed by BRAIN_TEST_FAIL_FSYNC)
+fails exactly one fdatasync of the session named in a trigger file. The PostgreSQL fsync
+lesson: the batch is never reported committed, never retried and believed; nothing after it
+is sent; the session is reopened from what is on disk, and takes the next turn.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.faults.checks import journal, kinds, unmatched_starts, verify
+from tests.support.server import BrainServer, configured
+from tests.support.waiting import wait_for
+from tests.tools.toolserver import ToolServer
+
+CONFIG = """
+[models.slowtool]
+provider = "scripted"
+script = [
+  {{ when_last_user_matches = "use the tool", delay_ms = 1500,\
+""" """ tool_calls = [ {{ name = "remote", input = {{ a = 1 }} }} ] }},
+  {{ when_last_user_matches = "use the tool", text = "tool done" }},
+]
+
+[tools.remote]
+route = "http"
+url = "{url}"
+description = "A remote tool that logs every invocation."
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[tuple[BrainServer, ToolServer, Path]]:
+    tool = ToolServer()
+    trigger = tmp_path / "fail-fsync"
+    server = configured(tmp_path, CONFIG.format(url=tool.url),
+                        {"BRAIN_TEST_FAIL_FSYNC": str(trigger)})
+    try:
+        server.start()
+        yield server, tool, trigger
+    finally:
+        server.kill()
+        tool.close()
+
+
+def post_turn(server: BrainServer, sid: str, text: str) -> requests.Response:
+    return server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": text})
+
+
+def status(server: BrainServer, sid: str) -> str:
+    return server.request("GET", f"/v1/sessions/{sid}").json()["status"]
+
+
+def assert_internal(resp: requests.Response) -> None:
+    assert resp.status_code == 500, resp.text
+    error = resp.json()["error"]
+    assert error["code"] == "internal" and error["message"] and error["request_id"], error
+
+
+def test_failed_fsync_mid_turn_is_never_trusted_and_nothing_after_it_is_sent(env) -> None:  # type: ignore[no-untyped-def]
+    server, tool, trigger = env
+    sid = server.create_session(model="slowtool", tools=["remote"])["id"]
+    answer: dict[str, Any] = {}
+    client = threading.Thread(target=lambda: answer.update(resp=post_turn(server, sid,
+                                                                          "use the tool")))
+    client.start()
+    wait_for(lambda: "model_call_started" in kinds(journal(server.data_dir, sid)),
+             what="the model call under way")
+    trigger.write_text(sid)  # the model call's answer is the next commit: its fdatasync fails
+    client.join(timeout=60)
+    assert not client.is_alive(), "the client must be answered, not left waiting"
+
+    assert_internal(answer["resp"])
+    assert not trigger.exists(), "exactly one fdatasync failed"
+    assert tool.requests == [], "the tool call the unsynced answer asked for was sent"
+    wait_for(lambda: status(server, sid) == "idle", what="the session reopened from disk")
+    records = journal(server.data_dir, sid)
+    assert "model_call_ended" not in kinds(records), "the batch whose fdatasync failed stayed"
+    assert kinds(records)[-3:] == ["model_call_failed", "activation_failed", "turn_failed"]
+    assert records[-3]["outcome"] == "unknown"
+    assert records[-1]["error"]["code"] == "interrupted"
+    assert unmatched_starts(records) == []
+    assert kinds(records).count("model_call_started") == 1  # never resent
+
+    # The next turn runs, on the journal as it is on disk.
+    ok = post_turn(server, sid, "hello")
+    assert ok.status_code == 200 and ok.json()["status"] == "ended", ok.text
+    assert verify(server.data_dir, sid) == ""
+
+
+def test_failed_fsync_of_a_turn_start_refuses_the_turn(env) -> None:  # type: ignore[no-untyped-def]
+    server, tool, trigger = env
+    sid = server.create_session(model="slowtool")["id"]
+    before = journal(server.data_dir, sid)
+    trigger.write_text(sid)
+    assert_internal(post_turn(server, sid, "hello"))
+    assert not trigger.exists()
+    assert journal(server.data_dir, sid) == before, "a turn nobody was told of is in the journal"
+    assert status(server, sid) == "idle"
+    submitted = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "again"},
+                               headers={"Prefer": "respond-async"})
+    assert submitted.status_code == 202, submitted.text
+    wait_for(lambda: "turn_ended" in kinds(journal(server.data_dir, sid)), what="the next turn")
+    assert unmatched_starts(journal(server.data_dir, sid)) == []
+    assert verify(server.data_dir, sid) == ""
+
+
+def test_writer_cuts_a_batch_whose_fdatasync_failed(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Library level: the failed batch leaves the segment (page cache included), the writer
+    refuses every later append, and a reopen sees the journal as it was before the batch."""
+    from brain.journal import JournalScan, JournalWriter, WriterBroken
+    from brain.journal import writer as writer_module
+    from brain.journal.fault_hook import ENV, armed_fdatasync
+
+    trigger = tmp_path / "trigger"
+    monkeypatch.setenv(ENV, str(trigger))
+    monkeypatch.setattr(writer_module, "_test_fdatasync", armed_fdatasync())
+    journal_dir = tmp_path / "s1" / "journal"
+    writer = JournalWriter.open(journal_dir)
+    writer.append([{"kind": "kv_put", "key": "a", "value": 1}])
+    size = sum(p.stat().st_size for p in journal_dir.iterdir())
+    trigger.write_text("s1")
+    with pytest.raises(WriterBroken):
+        writer.append([{"kind": "kv_put", "key": "b", "value": 2}])
+    assert sum(p.stat().st_size for p in journal_dir.iterdir()) == size
+    with pytest.raises(WriterBroken):  # never retried, never believed
+        writer.append([{"kind": "kv_put", "key": "c", "value": 3}])
+    writer.close()
+    reopened = JournalWriter.open(journal_dir)
+    assert reopened.last_seq == 1
+    reopened.close()
+    assert [f.record["key"] for f in JournalScan(journal_dir)] == ["a"]

@@ -79,6 +79,8 @@ def test_an_installed_brain_serves_a_turn_from_another_directory(
         assert (tmp_path / "data" / "sessions" / session["id"]).is_dir()
         for path in ("/console", "/console/console.js", "/console/console.css"):
             assert server.request("GET", path, token=None).status_code == 200, path
+        # Trace lines reach the file within 100 ms; a SIGKILL before that would lose them.
+        wait_for(lambda: trace.is_file() and '"RunModelCall"' in trace.read_text(), timeout=10)
     finally:
         server.kill()
     brain = str(Path(installed_python).parent / "brain")

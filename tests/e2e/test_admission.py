@@ -216,6 +216,21 @@ def web_worker_pids(server: BrainServer) -> list[int]:
     return pids
 
 
+def process_age_secs(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    started = int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return float(Path("/proc/uptime").read_text().split()[0]) - started
+
+
+def workers_settled(server: BrainServer, count: int = 2, secs: float = 2.0) -> bool:
+    """Every web worker has been up a while, so each has done its start-up hand-over."""
+    pids = web_worker_pids(server)
+    try:
+        return len(pids) == count and all(process_age_secs(pid) >= secs for pid in pids)
+    except OSError:
+        return False
+
+
 def test_a_turn_whose_worker_died_before_the_hand_over_still_runs(tmp_path):
     """The 202 went out, then the admitting worker died before telling the registry: the worker
     gunicorn starts in its place hands the turn over, with no further command to the session."""
@@ -228,12 +243,22 @@ def test_a_turn_whose_worker_died_before_the_hand_over_still_runs(tmp_path):
         assert server.send(sid, "warm")["status"] == "ended"
         record = json.loads((server.data_dir / "run" / "actor.json").read_text())
         boot_id = record["identity"].rsplit("boot=", 1)[1]
-        wait_for(lambda: "turn_started" not in kinds(server, sid)[-1:], timeout=10)
+        # A worker still starting would hand the turn over by itself: let both settle first.
+        wait_for(lambda: workers_settled(server), timeout=20)
         # What the dead worker did: marker, durable turn_started, 202 - and nothing else.
+        # (It can, once the warm turn's actor has let go of the journal's lock.)
         admission = object.__new__(Admission)
         admission._settings = Settings.from_env({"BRAIN_DATA_DIR": str(server.data_dir)})
-        receipt, sequence = admission._commit(server.data_dir / "sessions" / sid, boot_id,
-                                              "orphaned")
+        admitted = []
+
+        def admit_as_the_dead_worker() -> bool:
+            result = admission._commit(server.data_dir / "sessions" / sid, boot_id, "orphaned")
+            if result is not None:
+                admitted.append(result)
+            return result is not None
+
+        wait_for(admit_as_the_dead_worker, timeout=10)
+        [(receipt, sequence)] = admitted
         assert kinds(server, sid)[-1] == "turn_started"
         time.sleep(1.0)
         assert kinds(server, sid)[-1] == "turn_started", "nobody was told; nothing may run"

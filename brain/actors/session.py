@@ -253,13 +253,21 @@ class SessionActor(SessionJournal, BridgedActor):
             # Metrics go out before a release is asked for: a message sent in the same
             # handler as the exit can be lost with the process (Thespian 4.0.1).
             self._flush_metrics()
+        releases = []
         for send in step.sends:  # effects fenced by the records just committed
-            self.send(self.registry if send.to == REGISTRY else self.services[send.to],
-                      send.message)
+            if send.to == REGISTRY:
+                releases.append(send.message)
+            else:
+                self.send(self.services[send.to], send.message)
         for action in step.actions:
             self._act(action)
         for reply in step.replies:  # clients and the guest see only what is durable
             self._reply(reply)
+        for release in releases:
+            # After the client's Reply: the answer does not wait behind the registry's hop.
+            # A command the registry forwards meanwhile makes it ignore this ReleaseMe (its
+            # `handled` count is behind), and the actor asks again when idle.
+            self.send(self.registry, release)
         if step.checkpoint:
             self._checkpoint()
         for timer in step.timers:

@@ -52,6 +52,7 @@ from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.actors.thespian_select import use_one_shot_poll
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
+from brain.procstat import ProcStat, all_stats, read_stat
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import Settings
 
@@ -179,7 +180,11 @@ def reap_exited_children() -> None:
             return
 
 
+log = logging.getLogger(__name__)
+
 SHUTDOWN_TIMEOUT_SECS = 12.0
+LEFTOVER_GRACE_SECS = 3.0
+"""How long actor processes get to exit by themselves once the admin has gone."""
 
 
 def shut_down(asys: object, bind: str, port: int) -> None:
@@ -200,6 +205,49 @@ def shut_down(asys: object, bind: str, port: int) -> None:
                 pass
         except OSError:
             return  # the admin has exited
+
+
+def actor_processes() -> list[ProcStat]:
+    """The actor system's processes: this process group's members titled `brain: ...` (the
+    admin, its logger and every actor; gunicorn and this boot process have other titles)."""
+    found = []
+    for proc in all_stats():
+        if proc.pgrp != os.getpgrp() or proc.pid == os.getpid() or not proc.running:
+            continue
+        try:
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as cmdline:
+                if cmdline.read(7) == b"brain: ":
+                    found.append(proc)
+        except OSError:
+            continue
+    return found
+
+
+def kill_leftovers(procs: list[ProcStat], grace_secs: float = LEFTOVER_GRACE_SECS) -> None:
+    """SIGKILL what of `procs` outlived the actor system's shutdown (an actor whose exit
+    request was lost with a dying admin). With the supervisor dead nobody else would: they
+    would live on as orphans serving nothing. A pid is killed only if it is still the same
+    process (its start time)."""
+    deadline = time.monotonic() + grace_secs
+    while True:
+        alive = [p for p in procs if _same_process_running(p)]
+        if not alive or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    for proc in alive:
+        log.warning("actor process %d outlived the actor system's shutdown; killing it", proc.pid)
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _same_process_running(proc: ProcStat) -> bool:
+    try:
+        now = read_stat(proc.pid)
+    except OSError:
+        return False
+    return now.start_time == proc.start_time and now.running
 
 
 def refuse(message: str) -> int:
@@ -257,7 +305,9 @@ def main() -> int:
             reap_exited_children()
     finally:
         remove_run_record(settings.data_path)
+        actors = actor_processes()
         shut_down(asys, settings.actor_bind, port)
+        kill_leftovers(actors)
     return 0
 
 

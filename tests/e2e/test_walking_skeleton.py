@@ -120,7 +120,13 @@ def test_children_stop_when_the_supervisor_is_killed_alone(tmp_path: Path) -> No
         assert len(group_pids(pgid)) > 5
         os.kill(server.proc.pid, signal.SIGKILL)  # the supervisor only, not its group
         server.proc.wait(timeout=10)
-        wait_for(lambda: not group_pids(pgid), timeout=60, interval=0.5,
-                 what="gunicorn and the actor system to follow the supervisor")
+        try:
+            wait_for(lambda: not group_pids(pgid), timeout=60, interval=0.5,
+                     what="gunicorn and the actor system to follow the supervisor")
+        except TimeoutError:
+            left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:60]
+                    for pid in group_pids(pgid)}
+            raise AssertionError(f"still running a minute after the supervisor died: {left}"
+                                 ) from None
     finally:
         server.kill()

@@ -135,27 +135,21 @@ class Reply(Message):
 
 @dataclass(frozen=True)
 class ReleaseMe(Message):
-    """Session → registry: idle now; `handled` counts the commands it has taken.
-
-    The registry grants release only when it has forwarded exactly that many, so a command in
-    flight to a releasing actor is never lost.
-    """
+    """The session core → its actor: idle now, and its retention says release. The actor drops
+    the session and tells the registry with `Released`; `handled` counts the commands it took."""
 
     session_id: str
     handled: int
 
 
 @dataclass(frozen=True)
-class ReturnToPool(Message):
-    """Registry → session actor: release granted; drop the session and come back idle."""
-
-
-@dataclass(frozen=True)
-class Returned(Message):
+class Released(Message):
     """Session actor → registry: it holds nothing of `session_id` any more (journal closed,
-    state gone, timers of that session void), so another session may have it."""
+    state gone, timers of that session void) after handling `handled` commands. The registry
+    takes it back only if it forwarded no more than that (brain/actors/registry.py)."""
 
     session_id: str
+    handled: int
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The Registry actor: one per actor system (globalName), the router to session actors.
 
 It hands a warm session actor from its pool (brain/actors/pool.py) to a session as it opens,
-forwards every command to it, and grants a session actor's request to be released only when
-nothing it has not yet seen is on the way. Until a released actor has said it dropped the
-session (`Returned`: journal closed, so the writer lock is free) or has exited, commands for its
-session wait here and then go to another actor: there is never more than one actor per session.
+forwards every command to it, and takes the actor back when it says it has let go of its
+session (`Released`: journal closed, so the writer lock is free) and every command forwarded to
+it was among those it handled. Until then commands for the session still go to that actor,
+which opens the session again for one that crossed its release: there is never more than one
+actor per session.
 The pool is refilled by forks made from a timer when no command came in for a moment.
 
 Capacity (brain/actors/admission.py): at most `BRAIN_MAX_SESSION_ACTORS` sessions are served by
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
@@ -35,10 +36,8 @@ from brain.actors.messages import (
     FillPool,
     Recover,
     RefillPool,
-    ReleaseMe,
+    Released,
     Reply,
-    Returned,
-    ReturnToPool,
     RunAdmitted,
     Services,
     ToSession,
@@ -77,9 +76,7 @@ class SweepBacklog:
 @dataclass
 class SessionSlot:
     actor: PooledActor
-    forwarded: int = 0
-    exiting: bool = False  # release granted; the actor may still hold the journal lock
-    queued: list[tuple[ToSession, Any]] = field(default_factory=list)
+    forwarded: int = 0  # commands sent to the actor since it (re)opened the session
 
 
 class Registry(TracedDispatcher):
@@ -117,10 +114,6 @@ class Registry(TracedDispatcher):
         if isinstance(msg.command, RunAdmitted):
             sender = None  # fire-and-forget: the web worker already answered its client
         slot = self._slots.get(msg.session_id)
-        if slot is not None and slot.exiting:
-            # One actor per session at a time: the next one waits until this one has let go.
-            slot.queued.append((msg, sender))
-            return
         if slot is not None:
             self._forward(slot, msg, sender)
             return
@@ -259,25 +252,21 @@ class Registry(TracedDispatcher):
         self.send(slot.actor.address, Delivered(msg.request_id, msg.session_id, msg.command,
                                                 sender, self._services))
 
-    def receiveMsg_ReleaseMe(self, msg: ReleaseMe, sender: Any) -> None:
-        self._last_command = time.monotonic()
-        slot = self._slots.get(msg.session_id)
-        if slot is None or slot.exiting or slot.actor.address != sender \
-                or slot.forwarded != msg.handled:
-            return  # a command is on its way to that actor; it will ask again when idle
-        slot.exiting = True
-        self.send(sender, ReturnToPool())
-
-    def receiveMsg_Returned(self, msg: Returned, sender: Any) -> None:
+    def receiveMsg_Released(self, msg: Released, sender: Any) -> None:
+        """The actor has dropped the session. It is free only when it handled every command
+        forwarded to it; otherwise the ones still on their way open the session there again
+        (it counts their handling from zero), and it will say Released once more."""
         self._last_command = time.monotonic()
         slot = self._slots.get(msg.session_id)
         if slot is None or slot.actor.address != sender:
+            return
+        if slot.forwarded != msg.handled:
+            slot.forwarded -= msg.handled
             return
         del self._slots[msg.session_id]
         if not self._pool.returned(slot.actor):
             self.send(sender, ActorExitRequest())  # recycled, or more idle than the pool holds
             self._arm_refill()
-        self._reopen(msg.session_id, slot)
         self._serve_backlog()
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
@@ -287,27 +276,18 @@ class Registry(TracedDispatcher):
             if slot.actor.address != msg.childAddress:
                 continue
             del self._slots[session_id]
-            self._reopen(session_id, slot)
-            if not slot.exiting:
-                # Record now what it left (an open turn fails `interrupted`; a turn admitted
-                # in this run that it never started runs), rather than at the next command.
-                log.warning("session actor for %s exited unexpectedly", session_id)
-                self._backlog.put_first(session_id, [(ToSession(
-                    f"recover-{session_id}", session_id, Recover()), None)])
+            # Record now what it left (an open turn fails `interrupted`; a turn admitted in
+            # this run that it never started runs), rather than at the next command.
+            log.warning("session actor for %s exited unexpectedly", session_id)
+            self._backlog.put_first(session_id, [(ToSession(
+                f"recover-{session_id}", session_id, Recover()), None)])
         self._serve_backlog()
-
-    def _reopen(self, session_id: str, slot: SessionSlot) -> None:
-        """Commands that waited for the session's last actor to let go go to its next one,
-        first in line for an actor (they came before anything in the backlog)."""
-        if slot.queued:
-            self._backlog.put_first(session_id, slot.queued)
 
     def receiveMsg_str(self, msg: str, sender: Any) -> None:
         if msg == "ping":
             self.send(sender, "pong")
         elif msg == "stats":
-            open_slots = [slot for slot in self._slots.values() if not slot.exiting]
-            self.send(sender, {"open_sessions": len(open_slots),
+            self.send(sender, {"open_sessions": len(self._slots),
                                "pooled_actors": len(self._pool.idle),
                                "backlog_sessions": len(self._backlog)})
 

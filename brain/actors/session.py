@@ -39,9 +39,9 @@ from brain.actors.messages import (
     Delivered,
     EffectDone,
     MetricsReport,
+    Released,
+    ReleaseMe,
     Reply,
-    Returned,
-    ReturnToPool,
     Warmed,
     WarmUp,
 )
@@ -127,9 +127,11 @@ class SessionActor(SessionJournal, BridgedActor):
             log.exception("pooled session actor: warm-up failed (the first turn loads instead)")
         self.send(sender, Warmed())
 
-    def receiveMsg_ReturnToPool(self, msg: ReturnToPool, sender: Any) -> None:
-        session_id = self._drop_session()
-        self.send(sender, Returned(session_id))
+    def _release(self, release: ReleaseMe) -> None:
+        """Let go of the session at once and say so: the registry takes this actor back, or,
+        if a command crossed the release, sends it here, where the session opens again."""
+        self._drop_session()
+        self.send(self.registry, Released(release.session_id, release.handled))
 
     def _drop_session(self) -> str:
         """Release: nothing of the session stays resident (reads never need this actor)."""
@@ -156,7 +158,7 @@ class SessionActor(SessionJournal, BridgedActor):
         except Exception:
             log.exception("session %s: command %s failed", msg.session_id,
                           type(msg.command).__name__)
-            if self.core.handled == handled:
+            if self.core is not None and self.core.handled == handled:
                 # Counted and answered all the same: the registry's release count stays exact.
                 self._step(Command(msg, errors.Internal("internal error")))
 
@@ -263,17 +265,14 @@ class SessionActor(SessionJournal, BridgedActor):
             self._act(action)
         for reply in step.replies:  # clients and the guest see only what is durable
             self._reply(reply)
-        for release in releases:
-            # After the client's Reply: the answer does not wait behind the registry's hop.
-            # A command the registry forwards meanwhile makes it ignore this ReleaseMe (its
-            # `handled` count is behind), and the actor asks again when idle.
-            self.send(self.registry, release)
         if step.checkpoint:
             self._checkpoint()
         for timer in step.timers:
             self.wakeupAfter(timer.secs, (self.lease, timer.payload))
         for note in step.notes:
             log.warning("session %s: %s", self.core.session_id, note)
+        for release in releases:  # last: the client's Reply does not wait behind it
+            self._release(release)
 
     def _abandon(self, failed: Step, exc: CommitFailed) -> None:
         """A commit failed: nothing of `failed` happened, and nothing this actor holds of the

@@ -32,6 +32,7 @@ import wasmtime
 from brain.agentloop import abi
 from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
 from brain.agentloop.memory import GuestMemory, as_u32, check_range
+from brain.agentloop.transcript_echo import TranscriptEcho
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +60,7 @@ class Activation:
     calls: int = 0
     cancelled: bool = False
     armed_epoch: int = 0
+    echo: TranscriptEcho = field(default_factory=TranscriptEcho)
     _arming: threading.Lock = field(default_factory=threading.Lock)
 
     def stop(self, failure: BaseException) -> StopActivation:
@@ -153,7 +155,7 @@ class Activation:
 
     def _answer(self, raw: bytes) -> tuple[str, dict[str, Any]]:
         try:
-            request = abi.decode(raw)
+            request = self.echo.decode_request(raw)
         except ValueError as exc:
             return "?", abi.error_result(
                 "invalid_request", f"the request is not UTF-8 JSON ({exc}): {abi.preview(raw)}"
@@ -177,7 +179,7 @@ class Activation:
 
     def _encode_result(self, op: str, result: dict[str, Any]) -> bytes:
         try:
-            data = abi.encode(result)
+            data = self.echo.encode_result(result)
         except (TypeError, ValueError):
             log.exception("guest call %s returned a result that is not JSON", op)
             data = abi.encode(abi.error_result("internal", f"the host failed to serve {op}"))

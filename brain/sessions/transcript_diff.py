@@ -13,8 +13,14 @@ Message = dict[str, Any]
 
 
 def first_difference(saved: list[Message], new: list[Message]) -> int | None:
-    """Index of the first item that differs, or None when both lists are equal."""
+    """Index of the first item that differs, or None when both lists are equal.
+
+    The common prefix is compared as lists first: a list comparison skips items that are the
+    same object, and a guest's list usually holds the saved messages themselves (decoded once,
+    brain/agentloop/transcript_echo.py), so a long transcript costs a pass of pointer checks."""
     common = min(len(saved), len(new))
+    if saved[:common] == new[:common]:
+        return None if len(saved) == len(new) else common
     for index in range(common):
         if saved[index] != new[index]:
             return index

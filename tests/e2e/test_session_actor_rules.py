@@ -74,8 +74,7 @@ def test_cancel_stops_an_agentloop_computing_on_its_own(
     assert {"CreateSession", "StartTurn", "CancelTurn"} <= commands
     messages = {(line["kind"], line["msg"]) for line in lines if line["dir"] == "recv"}
     assert ("session", "WatchMessage") in messages
-    assert ("registry", "ReleaseMe") in messages
-    assert ("registry", "Returned") in messages  # the released actor let go of the session
+    assert ("registry", "Released") in messages  # the released actor let go of the session
 
 
 def test_refused_commands_do_not_leave_the_actor_resident(server: BrainServer) -> None:

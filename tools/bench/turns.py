@@ -18,6 +18,7 @@ same data dir divided by that count, measured in the same run, and the load aver
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import threading
@@ -25,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from brain.client.errors import RequestTimeout
+from brain.client.transport import Timeouts, Transport
 from tests.support.server import BrainServer
 from tools.bench.common import journal_batches_per_turn, loadavg, raw_fdatasync_rate, summary_ms
 
@@ -44,17 +47,33 @@ DEADLINE_SECS = 600.0
 SEND_TIMEOUT_SECS = 30.0
 
 
+def transport(server: BrainServer) -> Transport:
+    """The keep-alive HTTP connections of Brain's own client SDK (brain/client), one pool per
+    server: the turn is measured as a client that keeps its connection open meets it, not
+    through a new TCP connection and a `requests` session per turn."""
+    with _transports_lock:
+        found = _transports.get(server.url)
+        if found is None:
+            found = _transports[server.url] = Transport(
+                server.url, {"Authorization": f"Bearer {server.token}",
+                             "Content-Type": "application/json"},
+                Timeouts(request=SEND_TIMEOUT_SECS), max_idle=64)
+        return found
+
+
+_transports: dict[str, Transport] = {}
+_transports_lock = threading.Lock()
+
+
 def send(server: BrainServer, sid: str, text: str) -> dict | None:
     """One sync turn; None when no reply came within SEND_TIMEOUT_SECS (a hung turn)."""
-    import requests
-
     try:
-        resp = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": text},
-                              timeout=SEND_TIMEOUT_SECS)
-    except requests.Timeout:
+        resp = transport(server).request("POST", f"/v1/sessions/{sid}/messages",
+                                         body=json.dumps({"input": text}).encode())
+    except RequestTimeout:
         return None
-    if resp.status_code != 200:
-        raise RuntimeError(f"send: {resp.status_code} {resp.text[:300]}")
+    if resp.status != 200:
+        raise RuntimeError(f"send: {resp.status} {resp.body[:300]!r}")
     result = resp.json()
     if result.get("status") != "ended":
         raise RuntimeError(f"turn did not end: {result}")

@@ -1,0 +1,153 @@
+"""CPU per turn of each of Brain's processes: where a turn's cost goes, by role.
+
+Usage: python -m tools.bench.cpu_split [--arm text|tools] [--turns 150] [--sessions 1]
+
+Starts a real `brain serve` with the compare's scripted models (tools/bench/workload.py), runs a
+warm-up, then `--turns` sync turns (one session sequentially, or `--sessions` sessions at once,
+one thread each) while a sampler thread reads `/proc/PID/stat` of every process of the server's
+process group every 20 ms. A process that exits between two samples (a recycled actor) keeps
+the CPU it had at its last sample, so the total is a floor. The CPU of each process is summed by
+role (its `brain: <role>` title; a session actor's id is dropped) and divided by the turns; the
+client's own CPU (this process, the HTTP client) is shown apart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import threading
+import time
+from collections import defaultdict
+
+from tests.support.server import BrainServer
+from tools.bench.common import bench_server, loadavg, percentile
+from tools.bench.turns import concurrent_turns, sequential_turns
+from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
+
+TICK_SECS = 1.0 / os.sysconf("SC_CLK_TCK")
+SAMPLE_SECS = 0.02
+
+
+def _cpu_and_role(pid: int) -> tuple[float, int, str] | None:
+    """(CPU seconds, process group, role) of one process, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            line = stat.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as cmd:
+            cmdline = cmd.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
+    fields = line[line.rindex(b")") + 2:].split()
+    cpu = (int(fields[11]) + int(fields[12])) * TICK_SECS
+    return cpu, int(fields[2]), role_of(cmdline)
+
+
+def role_of(cmdline: str) -> str:
+    if cmdline.startswith("brain: session"):
+        return "session actor"
+    if cmdline.startswith("brain: "):
+        return cmdline[len("brain: "):].split(" [")[0]
+    if "gunicorn" in cmdline:
+        return "web worker"
+    return cmdline[:40] or "?"
+
+
+class CpuSampler:
+    """Last-seen CPU of every process of one process group, sampled in a thread."""
+
+    def __init__(self, pgrp: int) -> None:
+        self.pgrp = pgrp
+        self.seen: dict[tuple[int, str], float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> None:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            got = _cpu_and_role(int(entry))
+            if got is not None and got[1] == self.pgrp:
+                self.seen[(int(entry), got[2])] = got[0]
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_SECS):
+            self.sample()
+
+    def __enter__(self) -> CpuSampler:
+        self.sample()
+        self.start = dict(self.seen)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sample()
+
+    def by_role(self) -> dict[str, float]:
+        """CPU seconds spent between enter and exit, by role; a pid renamed mid-run (a pooled
+        actor taking a session) is counted under each title it had, from its first sample."""
+        per_pid_first: dict[int, float] = {}
+        for (pid, _role), cpu in self.start.items():
+            per_pid_first[pid] = min(cpu, per_pid_first.get(pid, cpu))
+        totals: dict[str, float] = defaultdict(float)
+        last_by_pid: dict[int, list[tuple[float, str]]] = defaultdict(list)
+        for (pid, role), cpu in self.seen.items():
+            last_by_pid[pid].append((cpu, role))
+        for pid, samples in last_by_pid.items():
+            samples.sort()
+            before = per_pid_first.get(pid, 0.0)
+            for cpu, role in samples:
+                totals[role] += max(0.0, cpu - before)
+                before = max(before, cpu)
+        return dict(totals)
+
+
+def client_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
+    model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
+    ids = [server.create_session(model=model, tools=tools)["id"] for _ in range(sessions)]
+    for sid in ids:
+        server.send(sid, "warm-up")
+    pgrp = server.proc.pid  # the server leads its own process group
+    deadline = time.monotonic() + 600
+    client_before = client_cpu()
+    with CpuSampler(pgrp) as sampler:
+        began = time.perf_counter()
+        if sessions == 1:
+            latencies, hung = sequential_turns(server, ids[0], turns, deadline)
+            done = len(latencies)
+            p50 = f", p50 {percentile(latencies, 0.5) * 1000:.2f} ms"
+        else:
+            run = concurrent_turns(server, ids, max(1, turns // sessions), deadline)
+            done, hung, p50 = run.turns, run.hung, ""
+        elapsed = time.perf_counter() - began
+    client = client_cpu() - client_before
+    roles = sampler.by_role()
+    total = sum(roles.values())
+    print(f"{arm} arm, {sessions} session(s), {done} turns in {elapsed:.2f} s "
+          f"({done / elapsed:.1f} turns/s{p50}), hung {len(hung)}; {loadavg()}")
+    for role, cpu in sorted(roles.items(), key=lambda item: -item[1]):
+        if cpu > 0:
+            print(f"  {role:<24} {cpu / done * 1000:6.2f} ms/turn")
+    print(f"  {'all of Brain':<24} {total / done * 1000:6.2f} ms/turn")
+    print(f"  {'the client (+sampler)':<24} {client / done * 1000:6.2f} ms/turn")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arm", choices=("text", "tools"), default="text")
+    parser.add_argument("--turns", type=int, default=150)
+    parser.add_argument("--sessions", type=int, default=1)
+    args = parser.parse_args()
+    with bench_server(config=brain_config()) as server:
+        measure(server, args.arm, args.turns, args.sessions)
+
+
+if __name__ == "__main__":
+    main()

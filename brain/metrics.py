@@ -43,6 +43,13 @@ class MetricBatch:
     def observe(self, name: str, value: float) -> None:
         self.observations.setdefault(name, []).append(value)
 
+    def absorb(self, counters: dict, observations: dict[str, list[float]]) -> None:
+        """Add another batch's deltas (what a released session actor handed over)."""
+        for key, amount in counters.items():
+            self.counters[key] = self.counters.get(key, 0.0) + amount
+        for name, values in observations.items():
+            self.observations.setdefault(name, []).extend(values)
+
     def __bool__(self) -> bool:
         return bool(self.counters or self.observations)
 

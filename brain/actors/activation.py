@@ -10,11 +10,11 @@ ActivationFinished the same way.
 from __future__ import annotations
 
 import queue
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from brain.actors.bridge import ThreadBridge
+from brain.actors.worker_threads import WorkerThreads
 from brain.sessions.state import ActivationFinished
 from brain.settings import Settings
 
@@ -73,7 +73,11 @@ def activate_recorded(runtime: Any, agentloop: dict[str, Any], payload: dict[str
     return runtime.activate(agentloop["path"], payload, guest_call, deadline, stopper)
 
 
-def start_activation(bridge: ThreadBridge, run: Any, turn: int) -> threading.Thread:
+_activation_threads = WorkerThreads("activation")
+"""One activation runs at a time per session actor; its thread waits for the next turn's."""
+
+
+def start_activation(bridge: ThreadBridge, run: Any, turn: int) -> None:
     """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge."""
 
     def guest_call(op: dict[str, Any]) -> dict[str, Any]:
@@ -97,6 +101,4 @@ def start_activation(bridge: ThreadBridge, run: Any, turn: int) -> threading.Thr
         else:
             bridge.post(ActivationFinished(turn, result, None))
 
-    thread = threading.Thread(target=body, name=f"activation-{turn}", daemon=True)
-    thread.start()
-    return thread
+    _activation_threads.submit(body, name=f"activation-{turn}")

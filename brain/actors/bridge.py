@@ -18,6 +18,7 @@ from thespian.actors import ThespianWatch
 
 from brain.actors.messages import EffectDone
 from brain.actors.trace import TracedDispatcher
+from brain.actors.worker_threads import WorkerThreads
 from brain.effects import Outcome
 
 
@@ -82,7 +83,8 @@ class BridgedActor(TracedDispatcher):
 
 
 class ExecutorActor(BridgedActor):
-    """Runs each effect in its own thread and answers its sender with the EffectDone.
+    """Runs each effect in a thread of its own (reused, brain/actors/worker_threads.py) and
+    answers its sender with the EffectDone.
 
     Subclasses implement `run(msg, cancel)` returning the EffectDone; cancellation by
     `CancelEffect(session_id, started)` sets the effect's event. A thread that fails inside
@@ -94,6 +96,7 @@ class ExecutorActor(BridgedActor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cancels: dict[tuple[str, int], threading.Event] = {}
+        self.threads = WorkerThreads(self.thread_prefix)
 
     def start_effect(self, msg: Any, sender: Any) -> None:
         cancel = threading.Event()
@@ -111,8 +114,7 @@ class ExecutorActor(BridgedActor):
                                   error={"message": message})
             self.bridge.post((sender, done))
 
-        threading.Thread(target=body, daemon=True,
-                         name=f"{self.thread_prefix}-{msg.session_id}-{msg.started}").start()
+        self.threads.submit(body, name=f"{self.thread_prefix}-{msg.session_id}-{msg.started}")
 
     def run(self, msg: Any, cancel: threading.Event) -> Any:
         raise NotImplementedError

@@ -146,10 +146,14 @@ class ReleaseMe(Message):
 class Released(Message):
     """Session actor → registry: it holds nothing of `session_id` any more (journal closed,
     state gone, timers of that session void) after handling `handled` commands. The registry
-    takes it back only if it forwarded no more than that (brain/actors/registry.py)."""
+    takes it back only if it forwarded no more than that (brain/actors/registry.py). The
+    session's metric deltas ride along, so a released turn sends no MetricsReport of its own:
+    the registry passes them on in batches."""
 
     session_id: str
     handled: int
+    counters: dict[Any, float] = field(default_factory=dict)
+    observations: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,11 @@ from brain.actors.admission import Backlog
 from brain.actors.admission_board import BoardWriter
 from brain.actors.convention import accepts_member
 from brain.actors.messages import (
+    METRICS_GLOBAL_NAME,
     AdmittedTurns,
     Delivered,
     FillPool,
+    MetricsReport,
     Recover,
     RefillPool,
     Released,
@@ -46,6 +48,7 @@ from brain.actors.messages import (
 )
 from brain.actors.pool import PooledActor, SessionActorPool
 from brain.actors.trace import TracedDispatcher
+from brain.metrics import MetricBatch
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -66,6 +69,15 @@ SWEEP_SECS = 1.0
 @dataclass(frozen=True)
 class ForkForBacklog:
     """The registry's own timer: fork one actor for the backlog."""
+
+
+METRICS_FLUSH_SECS = 0.5
+"""How often the metric deltas released session actors handed over go to the MetricsActor."""
+
+
+@dataclass(frozen=True)
+class FlushMetrics:
+    """The registry's own timer: pass the released sessions' metric deltas on."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,7 @@ class Registry(TracedDispatcher):
         self._fork_armed = False
         self._last_fork = 0.0
         self._sweep_armed = False
+        self._metrics = MetricBatch()  # deltas from Released, until the next FlushMetrics
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
@@ -229,6 +242,9 @@ class Registry(TracedDispatcher):
             self.wakeupAfter(secs, RefillPool())
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if isinstance(msg.payload, FlushMetrics):
+            self._flush_metrics()
+            return
         if isinstance(msg.payload, ForkForBacklog):
             self._fork_for_backlog()
             return
@@ -257,6 +273,7 @@ class Registry(TracedDispatcher):
         forwarded to it; otherwise the ones still on their way open the session there again
         (it counts their handling from zero), and it will say Released once more."""
         self._last_command = time.monotonic()
+        self._take_metrics(msg)
         slot = self._slots.get(msg.session_id)
         if slot is None or slot.actor.address != sender:
             return
@@ -268,6 +285,19 @@ class Registry(TracedDispatcher):
             self.send(sender, ActorExitRequest())  # recycled, or more idle than the pool holds
             self._arm_refill()
         self._serve_backlog()
+
+    def _take_metrics(self, msg: Released) -> None:
+        if not (msg.counters or msg.observations):
+            return
+        if not self._metrics:
+            self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
+        self._metrics.absorb(msg.counters, msg.observations)
+
+    def _flush_metrics(self) -> None:
+        counters, observations = self._metrics.take()
+        metrics = self._services.get(METRICS_GLOBAL_NAME)
+        if metrics is not None and (counters or observations):
+            self.send(metrics, MetricsReport("released-sessions", counters, observations, {}))
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         self._pool.lost(msg.childAddress)

@@ -130,8 +130,10 @@ class SessionActor(SessionJournal, BridgedActor):
     def _release(self, release: ReleaseMe) -> None:
         """Let go of the session at once and say so: the registry takes this actor back, or,
         if a command crossed the release, sends it here, where the session opens again."""
+        counters, observations = self.metrics.take()
         self._drop_session()
-        self.send(self.registry, Released(release.session_id, release.handled))
+        self.send(self.registry, Released(release.session_id, release.handled, counters,
+                                          observations))
 
     def _drop_session(self) -> str:
         """Release: nothing of the session stays resident (reads never need this actor)."""
@@ -251,10 +253,6 @@ class SessionActor(SessionJournal, BridgedActor):
         if step.records:
             self._commit(step.records)  # durable before anything below happens
         self.core = step.state
-        if self.core.idle:
-            # Metrics go out before a release is asked for: a message sent in the same
-            # handler as the exit can be lost with the process (Thespian 4.0.1).
-            self._flush_metrics()
         releases = []
         for send in step.sends:  # effects fenced by the records just committed
             if send.to == REGISTRY:
@@ -271,8 +269,10 @@ class SessionActor(SessionJournal, BridgedActor):
             self.wakeupAfter(timer.secs, (self.lease, timer.payload))
         for note in step.notes:
             log.warning("session %s: %s", self.core.session_id, note)
-        for release in releases:  # last: the client's Reply does not wait behind it
-            self._release(release)
+        if releases:  # last: the client's Reply does not wait behind it
+            self._release(releases[0])  # the metrics go with it, to the registry
+        elif self.core.idle:
+            self._flush_metrics()  # a session kept resident reports after each piece of work
 
     def _abandon(self, failed: Step, exc: CommitFailed) -> None:
         """A commit failed: nothing of `failed` happened, and nothing this actor holds of the

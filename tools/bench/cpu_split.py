@@ -112,7 +112,7 @@ def client_cpu() -> float:
 def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
     model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
     ids = [server.create_session(model=model, tools=tools)["id"] for _ in range(sessions)]
-    for sid in ids:
+    for sid in ids:  # one after another: the pool is not grown for the concurrent run
         server.send(sid, "warm-up")
     pgrp = server.proc.pid  # the server leads its own process group
     deadline = time.monotonic() + 600
@@ -144,8 +144,11 @@ def main() -> None:
     parser.add_argument("--arm", choices=("text", "tools"), default="text")
     parser.add_argument("--turns", type=int, default=150)
     parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for the server (BRAIN_* are not passed through)")
     args = parser.parse_args()
-    with bench_server(config=brain_config()) as server:
+    env = dict(item.split("=", 1) for item in args.env)
+    with bench_server(config=brain_config(), env=env) as server:
         measure(server, args.arm, args.turns, args.sessions)
 
 

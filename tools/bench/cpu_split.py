@@ -85,6 +85,11 @@ class CpuSampler:
         self._thread.join(timeout=5)
         self.sample()
 
+    def started_during(self) -> int:
+        """Processes first seen after the run began (forked actors, gunicorn workers)."""
+        before = {pid for pid, _ in self.start}
+        return len({pid for pid, _ in self.seen} - before)
+
     def by_role(self) -> dict[str, float]:
         """CPU seconds spent between enter and exit, by role; a pid renamed mid-run (a pooled
         actor taking a session) is counted under each title it had, from its first sample."""
@@ -136,6 +141,7 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
         if cpu > 0:
             print(f"  {role:<24} {cpu / done * 1000:6.2f} ms/turn")
     print(f"  {'all of Brain':<24} {total / done * 1000:6.2f} ms/turn")
+    print(f"  {'processes started':<24} {sampler.started_during()}")
     print(f"  {'the client (+sampler)':<24} {client / done * 1000:6.2f} ms/turn")
 
 

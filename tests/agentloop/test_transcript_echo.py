@@ -162,6 +162,23 @@ def test_messages_twice_decodes_as_plain_json() -> None:
     assert decoded == abi.decode(raw) and decoded["messages"][0] is transcript[0]
 
 
+def test_messages_twice_while_nothing_is_known_teaches_no_wrong_echo() -> None:
+    """After an empty read the first whole request is learned from: its first array's text
+    must be remembered with what that text decodes to, not with the `messages` that won."""
+    echo = TranscriptEcho()
+    read_reply(echo, [])
+    first = [{"role": "user", "content": [text("first")]}]
+    second = [{"role": "user", "content": [text("second")]}]
+    array = abi.encode(first).decode()
+    raw = request("transcript.set", array, ',"messages":' + abi.encode(second).decode())
+    assert echo.decode_request(raw) == abi.decode(raw) == {"op": "transcript.set",
+                                                           "messages": second}
+    for op in HEAD:
+        raw = request(op, appended(array, second))
+        assert echo.decode_request(raw) == abi.decode(raw) == {"op": op,
+                                                               "messages": first + second}
+
+
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 @pytest.mark.parametrize("where", ["item", "nested", "tail", "second_messages", "not_echo"])
 def test_nan_or_infinity_in_the_guests_part_is_refused(constant: str, where: str) -> None:

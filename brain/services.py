@@ -1,9 +1,10 @@
 """`brain actors` and `brain web`: Brain's two tiers as separate services on one data dir.
 
 `brain serve` runs both under one supervisor. A service manager (systemd, conf/) runs them apart
-so that each restarts on its own: `brain actors` is the boot process alone, kept as a child of a
-small supervisor that drains admitted turns on SIGTERM before stopping the actor system, and
-`brain web` is plain gunicorn (exec'd, so the service manager signals gunicorn's master itself).
+so that each restarts on its own: `brain actors` is the same supervisor (brain/supervisor.py)
+without the web tier, which drains admitted turns on SIGTERM before stopping the actor system,
+and `brain web` is plain gunicorn (exec'd, so the service manager signals gunicorn's master
+itself).
 
 The web tier finds the actor system through `run/actor.json` (port and identity). It joins the
 actor system's start, not a start of its own: BRAIN_BOOT_ID is the boot id in that record, so
@@ -23,13 +24,10 @@ from brain.config import BrainConfig, ConfigError
 from brain.drain import stop_draining
 from brain.operator_token import ensure_operator_token
 from brain.ports import local_host, port_is_free
-from brain.processes import descendants, listening_process, reap_adopted
 from brain.settings import SettingError, Settings
 from brain.supervisor import (
     StopRequest,
     Supervisor,
-    _child_setup,
-    become_subreaper,
     clear_live_sockets,
     gunicorn_config_arg,
     use_default_config_file,
@@ -53,8 +51,6 @@ def _settings(command: str) -> Settings | None:
 
 def run_actors() -> int:
     """The actor system until SIGTERM/SIGINT; then drain admitted turns and stop it."""
-    import subprocess
-
     stop_request = StopRequest()
     stop_request.install()
     settings = _settings("actors")
@@ -66,50 +62,7 @@ def run_actors() -> int:
               f"in use on {settings.actor_bind}", file=sys.stderr)
         return 2
     stop_draining(settings.data_path)
-    supervisor = Supervisor(settings, stop_request)
-    become_subreaper()
-    try:
-        supervisor.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"],
-                                           env=supervisor.child_env(), stdout=subprocess.PIPE,
-                                           preexec_fn=_child_setup)
-        port = supervisor._wait_ready(supervisor.boot)
-        if port is None:
-            return supervisor._boot_failure()
-        supervisor.admin_pid = listening_process(port, descendants(os.getpid()))
-        print(f"Brain actor system ready on {settings.actor_bind}:{port} "
-              f"(data in {settings.data_path})", flush=True)
-        notify_service_manager(f"READY=1\nSTATUS=actor system on port {port}")
-        while not stop_request.requested:
-            failure = supervisor._failed_child()
-            if failure is not None:
-                print(f"brain actors: {failure}; stopping", file=sys.stderr, flush=True)
-                return 1
-            time.sleep(0.2)
-            reap_adopted({supervisor.boot.pid})
-        notify_service_manager("STOPPING=1")
-        supervisor.drain()  # admitted turns finish (bounded by BRAIN_DRAIN_SECS)
-        return 0
-    finally:
-        supervisor.stop()
-
-
-def notify_service_manager(state: str) -> None:
-    """sd_notify for systemd's Type=notify: the web unit starts once the actors are ready.
-
-    A datagram to $NOTIFY_SOCKET (a leading `@` is Linux's abstract namespace); without the
-    variable (a terminal, a container) nothing is sent.
-    """
-    import socket
-
-    path = os.environ.get("NOTIFY_SOCKET")
-    if not path:
-        return
-    address = "\0" + path[1:] if path.startswith("@") else path
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-            sock.sendto(state.encode(), address)
-    except OSError as exc:
-        print(f"brain actors: could not notify the service manager: {exc}", file=sys.stderr)
+    return Supervisor(settings, stop_request, web=False).run()
 
 
 def run_web(gunicorn_config: str | None) -> int:

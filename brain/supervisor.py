@@ -1,4 +1,4 @@
-"""`brain serve`: a plain supervisor loop, in the manner of gunicorn's arbiter.
+"""`brain serve` (and `brain actors`): a plain supervisor loop, in the manner of gunicorn's arbiter.
 
 It refuses a taken HTTP or actor port before starting anything (exit code 2), starts the
 actor-system process, waits until the admin answers, starts gunicorn, prints its address once
@@ -6,6 +6,7 @@ the server answers, and then only watches: if gunicorn, the boot process or the 
 admin dies, or SIGTERM/SIGINT arrives, it stops everything it started,
 web first (so no request is cut off mid-turn while actors still run), then the actors, and
 finally SIGKILLs any descendant that outlived its parent, so no process is left behind.
+`brain actors` (brain/services.py) runs the same loop without gunicorn.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
 from brain.ports import local_host, port_is_free
 from brain.processes import descendants, is_running, listening_process, reap_adopted
+from brain.service_manager import notify_service_manager
 from brain.sessions.scan import sessions_in_flight
 from brain.settings import SettingError, Settings
 from brain.web.idempotency import new_boot_id
@@ -87,7 +89,7 @@ def become_subreaper() -> None:
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        print("brain serve: could not become a child subreaper", file=sys.stderr)
+        print("brain: could not become a child subreaper", file=sys.stderr)
 
 
 class StopRequest:
@@ -105,11 +107,16 @@ class StopRequest:
 
 
 class Supervisor:
+    """Starts Brain's processes, watches them, and stops them all: `brain serve` (web=True)
+    and `brain actors` (web=False, the actor system alone) share this one loop."""
+
     def __init__(self, settings: Settings, stop_request: StopRequest,
-                 gunicorn_config: str = PACKAGED_GUNICORN_CONFIG) -> None:
+                 gunicorn_config: str = PACKAGED_GUNICORN_CONFIG, *, web: bool = True) -> None:
         self.settings = settings
         self.stop_request = stop_request
         self.gunicorn_config = gunicorn_config
+        self.with_web = web
+        self.command = "serve" if web else "actors"  # names the command in what it prints
         self.boot: subprocess.Popen[bytes] | None = None
         self.web: subprocess.Popen[bytes] | None = None
         self.admin_pid: int | None = None
@@ -126,38 +133,55 @@ class Supervisor:
         return env
 
     def run(self) -> int:
+        """Start, say ready, watch until SIGTERM/SIGINT or a child's death, stop everything.
+        The exit code: 0 after a stop request, 1 when something died, 2 for a taken port."""
         become_subreaper()
-        env = self.child_env()
         try:
-            self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
-                                         stdout=subprocess.PIPE, preexec_fn=_child_setup)
-            actor_port = self._wait_ready(self.boot)
-            if actor_port is None:
-                return self._boot_failure()
-            self.admin_pid = listening_process(actor_port, descendants(os.getpid()))
-            if self.admin_pid is None:
-                print("brain serve: cannot find the actor system's admin process; stopping",
-                      file=sys.stderr)
-                return 1
-            env["BRAIN_ACTOR_PORT"] = str(actor_port)  # chosen by the boot process if unset
-            self.web = subprocess.Popen(
-                [sys.executable, "-m", "brain.web.gunicorn_main", "-c", self.gunicorn_config,
-                 "brain.web.wsgi:application"], env=env, preexec_fn=_child_setup)
-            if not self._wait_answering():
-                return 0 if self.stopping else 1
-            host, port = self.settings.listen_host_port
-            print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
-                  flush=True)
-            while not self.stopping:
-                failure = self._failed_child()
-                if failure is not None:
-                    print(f"brain serve: {failure}; stopping", file=sys.stderr, flush=True)
-                    return 1
-                time.sleep(0.2)
-                reap_adopted({self.web.pid, self.boot.pid})
-            return 0
+            failed = self._start(self.child_env())
+            return failed if failed is not None else self._watch()
         finally:
             self.stop()
+
+    def _start(self, env: dict[str, str]) -> int | None:
+        """The actor system, then (with the web tier) gunicorn; None once all answer, else
+        the exit code."""
+        self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
+                                     stdout=subprocess.PIPE, preexec_fn=_child_setup)
+        actor_port = self._wait_ready(self.boot)
+        if actor_port is None:
+            return self._boot_failure()
+        self.admin_pid = listening_process(actor_port, descendants(os.getpid()))
+        if self.admin_pid is None:
+            print(f"brain {self.command}: cannot find the actor system's admin process; "
+                  "stopping", file=sys.stderr)
+            return 1
+        if not self.with_web:
+            print(f"Brain actor system ready on {self.settings.actor_bind}:{actor_port} "
+                  f"(data in {self.settings.data_path})", flush=True)
+            notify_service_manager(f"READY=1\nSTATUS=actor system on port {actor_port}",
+                                   self.command)
+            return None
+        env["BRAIN_ACTOR_PORT"] = str(actor_port)  # chosen by the boot process if unset
+        self.web = subprocess.Popen(
+            [sys.executable, "-m", "brain.web.gunicorn_main", "-c", self.gunicorn_config,
+             "brain.web.wsgi:application"], env=env, preexec_fn=_child_setup)
+        if not self._wait_answering():
+            return 0 if self.stopping else 1
+        host, port = self.settings.listen_host_port
+        print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
+              flush=True)
+        notify_service_manager(f"READY=1\nSTATUS=serving on http://{host}:{port}", self.command)
+        return None
+
+    def _watch(self) -> int:
+        while not self.stopping:
+            failure = self._failed_child()
+            if failure is not None:
+                print(f"brain {self.command}: {failure}; stopping", file=sys.stderr, flush=True)
+                return 1
+            time.sleep(0.2)
+            reap_adopted({child.pid for child in (self.web, self.boot) if child is not None})
+        return 0
 
     def _wait_ready(self, boot: subprocess.Popen[bytes]) -> int | None:
         """The actor port from the boot process's `ready <port>` line; None if it never came."""
@@ -182,7 +206,7 @@ class Supervisor:
             code = None
         if code == ACTOR_PORT_REFUSED:
             return 2  # the boot process said which port and why, in one line
-        print("brain serve: the actor system did not start", file=sys.stderr)
+        print(f"brain {self.command}: the actor system did not start", file=sys.stderr)
         return 1
 
     def _failed_child(self) -> str | None:
@@ -202,7 +226,8 @@ class Supervisor:
         while time.monotonic() < deadline and not self.stopping:
             failure = self._failed_child()
             if failure is not None:
-                print(f"brain serve: {failure}; stopping", file=sys.stderr, flush=True)
+                print(f"brain {self.command}: {failure}; stopping", file=sys.stderr,
+                      flush=True)
                 return False
             if http_answers(local_host(host), port, "/readyz"):
                 return True
@@ -222,11 +247,19 @@ class Supervisor:
             if not sessions_in_flight(self.settings.sessions_path):
                 return
             time.sleep(0.1)
-        print("brain serve: drain deadline reached; unfinished turns will be recorded as "
-              "interrupted at the next start", file=sys.stderr)
+        print(f"brain {self.command}: drain deadline reached; unfinished turns will be "
+              "recorded as interrupted at the next start", file=sys.stderr)
+
+    def _admitting(self) -> bool:
+        """Whether work may have been admitted: the web tier runs, or (`brain actors`, whose
+        web tier runs apart) the actor system has said it is ready."""
+        if self.with_web:
+            return self.web is not None and self.web.poll() is None
+        return self.admin_pid is not None
 
     def stop(self) -> None:
-        if self.web is not None and self.web.poll() is None and self.stopping:
+        if self.stopping and self._admitting():
+            notify_service_manager("STOPPING=1", self.command)
             self.drain()
         doomed = descendants(os.getpid())
         if self.web is not None and self.web.poll() is None:

@@ -18,7 +18,8 @@ The placeholder is `NaN`, which strict decoding refuses everywhere: the first co
 decoder meets is necessarily the placeholder (it comes before any byte of the guest's own), and
 any later one is the guest's and is refused as before. If the request names `messages` twice,
 the last one wins in JSON; then the placeholder is not where it was put and the request is
-decoded whole.
+decoded whole. A whole decode that teaches the echo (after an empty transcript) remembers the
+first array's text with what that text decodes to, which is not what won in such a request.
 """
 
 from __future__ import annotations
@@ -103,9 +104,14 @@ class TranscriptEcho:
         self._learned_whole = True
         for head in _HEADS.values():
             if text.startswith(head):
-                end = _array_end(text, len(head))
-                if end is not None and request["messages"]:
-                    self._text, self._messages = text[len(head):end - 1], request["messages"]
+                found = _array_at(text, len(head))
+                if found is not None and found[0]:
+                    array, end = found
+                    # The first `messages` is not the one decoding kept when the request
+                    # names it twice: remember the text with what it decodes to.
+                    messages = request["messages"]
+                    self._text = text[len(head):end - 1]
+                    self._messages = messages if array == messages else array
                 return
 
 
@@ -129,9 +135,15 @@ def _first_nan_is_placeholder() -> Any:
 def _array_end(text: str, start: int) -> int | None:
     """The index just past the JSON array starting at `start`, whose items were already
     decoded once (so this cannot fail on a request the caller accepted), or None."""
+    found = _array_at(text, start)
+    return None if found is None else found[1]
+
+
+def _array_at(text: str, start: int) -> tuple[list[Any], int] | None:
+    """The JSON array starting at `start` and the index just past it, or None."""
     try:
-        _, end = json.JSONDecoder(parse_constant=_first_nan_is_placeholder()).raw_decode(
+        value, end = json.JSONDecoder(parse_constant=_first_nan_is_placeholder()).raw_decode(
             text, start)
     except ValueError:
         return None
-    return end if text[end - 1:end] == "]" else None
+    return (value, end) if isinstance(value, list) else None

@@ -15,51 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from tests.faults.checks import journal, kinds, unmatched_starts, verify
 from tests.faults.smallfs import fill, free_space, small_filesystem
+from tests.faults.support import post_turn, slow_tool_server
 from tests.support.server import BrainServer
 from tests.support.waiting import wait_for
 from tests.tools.toolserver import ToolServer
 
-CONFIG = """
-[models.slowtool]
-provider = "scripted"
-script = [
-  {{ when_last_user_matches = "use the tool", delay_ms = 2000, text = "{long}",\
-""" """ tool_calls = [ {{ name = "remote", input = {{ a = 1 }} }} ] }},
-  {{ when_last_user_matches = "use the tool", text = "tool done" }},
-]
-
-[tools.remote]
-route = "http"
-url = "{url}"
-description = "A remote tool that logs every invocation."
-"""
-
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[tuple[BrainServer, ToolServer, Path]]:
-    tool = ToolServer()
-    config = tmp_path / "brain.toml"
     # The answer spans pages: on tmpfs a commit that fits the last page needs no new space.
-    config.write_text(CONFIG.format(url=tool.url, long="thinking " * 3000))
-    with small_filesystem(tmp_path / "data", size_mib=48) as mount:
-        server = BrainServer(mount, env={"BRAIN_CONFIG": str(config)})
-        try:
-            server.start()
-            yield server, tool, mount
-        finally:
-            server.kill()
-            tool.close()
-
-
-def post_turn(server: BrainServer, sid: str, text: str, key: str | None = None
-              ) -> requests.Response:
-    headers = {"Idempotency-Key": key} if key else {}
-    return server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": text},
-                          headers=headers)
+    with (small_filesystem(tmp_path / "data", size_mib=48) as mount,
+          slow_tool_server(tmp_path, mount, delay_ms=2000,
+                           text="thinking " * 3000) as (server, tool)):
+        yield server, tool, mount
 
 
 def test_disk_full_mid_turn_fails_the_commit_and_sends_nothing(env) -> None:  # type: ignore[no-untyped-def]

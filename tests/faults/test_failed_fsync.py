@@ -17,42 +17,18 @@ import pytest
 import requests
 
 from tests.faults.checks import journal, kinds, unmatched_starts, verify
-from tests.support.server import BrainServer, configured
+from tests.faults.support import post_turn, slow_tool_server
+from tests.support.server import BrainServer
 from tests.support.waiting import wait_for
 from tests.tools.toolserver import ToolServer
-
-CONFIG = """
-[models.slowtool]
-provider = "scripted"
-script = [
-  {{ when_last_user_matches = "use the tool", delay_ms = 1500,\
-""" """ tool_calls = [ {{ name = "remote", input = {{ a = 1 }} }} ] }},
-  {{ when_last_user_matches = "use the tool", text = "tool done" }},
-]
-
-[tools.remote]
-route = "http"
-url = "{url}"
-description = "A remote tool that logs every invocation."
-"""
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[tuple[BrainServer, ToolServer, Path]]:
-    tool = ToolServer()
     trigger = tmp_path / "fail-fsync"
-    server = configured(tmp_path, CONFIG.format(url=tool.url),
-                        {"BRAIN_TEST_FAIL_FSYNC": str(trigger)})
-    try:
-        server.start()
+    with slow_tool_server(tmp_path, tmp_path / "data", delay_ms=1500,
+                          env={"BRAIN_TEST_FAIL_FSYNC": str(trigger)}) as (server, tool):
         yield server, tool, trigger
-    finally:
-        server.kill()
-        tool.close()
-
-
-def post_turn(server: BrainServer, sid: str, text: str) -> requests.Response:
-    return server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": text})
 
 
 def status(server: BrainServer, sid: str) -> str:

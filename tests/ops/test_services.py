@@ -112,6 +112,33 @@ def test_actors_and_web_as_two_services_serve_a_turn_and_stop_cleanly(two_servic
     assert not group_pids(web.proc.pid)
 
 
+def test_actors_stop_with_exit_1_when_the_actor_system_dies(tmp_path: Path) -> None:
+    """`brain actors` watches what it started, as `brain serve` does (one loop for both): the
+    actor system's death ends it with exit 1 under its own name, so systemd restarts it, and
+    leaves no process behind."""
+    notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    notify.bind(str(tmp_path / "notify.sock"))
+    notify.settimeout(90)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
+    env.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_API_TOKEN": TOKEN,
+                "BRAIN_ACTOR_PORT": str(free_port()), "BRAIN_SESSION_POOL_SIZE": "1",
+                "NOTIFY_SOCKET": notify.getsockname()})
+    actors = Service(["brain.cli", "actors"], env, tmp_path / "actors.log")
+    try:
+        assert notify.recv(4096).startswith(b"READY=1"), actors.text()
+        [boot] = [pid for pid in group_pids(actors.proc.pid)
+                  if b"brain.actors.boot" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        os.kill(boot, signal.SIGKILL)  # (the admin's death is noticed the same way, but the
+        # boot process then waits out its shutdown of an actor system that is gone)
+        assert actors.proc.wait(timeout=60) == 1, actors.text()
+        assert "brain actors: the actor system's boot process exited with code -9; stopping" \
+            in actors.text()
+        wait_for(lambda: not group_pids(actors.proc.pid), timeout=15, what="no process left")
+    finally:
+        actors.kill()
+        notify.close()
+
+
 def test_web_alone_says_the_actor_system_is_missing(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BRAIN_")}
     env.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_API_TOKEN": TOKEN})

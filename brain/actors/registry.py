@@ -53,16 +53,20 @@ from brain.settings import Settings
 
 log = logging.getLogger(__name__)
 
-REFILL_QUIET_SECS = 0.02
-"""A refill fork waits until no command or release has come in for this long, so it does not
-sit in front of a burst's commands, nor replace an actor that is about to come back."""
+REFILL_QUIET_SECS = 1.0
+"""A refill fork (to bring the idle actors back up to the pool's size) waits until no command
+or release has come in for this long. Under load the actors taken come back as their turns end
+(a released session lets go after every turn), so forking replacements meanwhile only made
+actors that exited again once all were back; a fork also sits in front of the commands behind
+it and its warm-up competes for the CPU. Shortage under load is met by forks for the backlog."""
+BACKLOG_QUIET_SECS = 0.02
+"""A fork for the backlog prefers a moment with no command for this long..."""
 FORK_TICK_SECS = 0.005
 """While work waits in the backlog for want of an actor, one fork per tick: the messages that
 arrive meanwhile are handled between forks, not behind a train of them."""
-FORK_MAX_DEFER_SECS = 0.25
-"""Forks for the backlog also wait for a quiet moment (REFILL_QUIET_SECS), so a burst's
-admissions are not slowed by forks and their warm-ups competing for the CPU; but a steady stream
-of commands still gets one fork this often."""
+FORK_MAX_DEFER_SECS = 0.02
+"""...but a steady stream of commands still gets one fork this often: waiting longer left
+sessions in the backlog for a quarter of a second per fork."""
 SWEEP_SECS = 1.0
 
 
@@ -186,9 +190,9 @@ class Registry(TracedDispatcher):
         self._fork_armed = False
         now = time.monotonic()
         quiet_for = now - self._last_command
-        if quiet_for < REFILL_QUIET_SECS and now - self._last_fork < FORK_MAX_DEFER_SECS:
+        if quiet_for < BACKLOG_QUIET_SECS and now - self._last_fork < FORK_MAX_DEFER_SECS:
             self._fork_armed = True
-            self.wakeupAfter(max(REFILL_QUIET_SECS - quiet_for, FORK_TICK_SECS),
+            self.wakeupAfter(max(BACKLOG_QUIET_SECS - quiet_for, FORK_TICK_SECS),
                              ForkForBacklog())
             return
         if self._backlog and not self._pool.idle and len(self._slots) < self._max_serving:

@@ -90,6 +90,14 @@ class CpuSampler:
         before = {pid for pid, _ in self.start}
         return len({pid for pid, _ in self.seen} - before)
 
+    def started_roles(self) -> dict[str, int]:
+        before = {pid for pid, _ in self.start}
+        roles: dict[str, int] = defaultdict(int)
+        for pid, role in set(self.seen) - set(self.start):
+            if pid not in before:
+                roles[role] += 1
+        return dict(roles)
+
     def by_role(self) -> dict[str, float]:
         """CPU seconds spent between enter and exit, by role; a pid renamed mid-run (a pooled
         actor taking a session) is counted under each title it had, from its first sample."""
@@ -141,7 +149,8 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
         if cpu > 0:
             print(f"  {role:<24} {cpu / done * 1000:6.2f} ms/turn")
     print(f"  {'all of Brain':<24} {total / done * 1000:6.2f} ms/turn")
-    print(f"  {'processes started':<24} {sampler.started_during()}")
+    print(f"  {'processes started':<24} {sampler.started_during()} "
+          f"(titles seen: {sampler.started_roles()})")
     print(f"  {'the client (+sampler)':<24} {client / done * 1000:6.2f} ms/turn")
 
 

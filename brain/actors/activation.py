@@ -10,6 +10,7 @@ ActivationFinished the same way.
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,11 +78,17 @@ _activation_threads = WorkerThreads("activation")
 """One activation runs at a time per session actor; its thread waits for the next turn's."""
 
 
-def start_activation(bridge: ThreadBridge, run: Any, turn: int) -> None:
-    """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge."""
+def start_activation(bridge: ThreadBridge, run: Any, turn: int,
+                     inline: Callable[[PendingGuestCall], bool] | None = None) -> None:
+    """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge.
+
+    `inline`, when given, may carry a guest call out on this thread and answer it (True);
+    otherwise the call goes through the bridge (brain/actors/session_inline.py)."""
 
     def guest_call(op: dict[str, Any]) -> dict[str, Any]:
         call = PendingGuestCall(op, turn=turn)
+        if inline is not None and inline(call):
+            return call.answer.get_nowait()
         bridge.post(call)
         try:
             return call.answer.get(timeout=GUEST_CALL_ANSWER_SECS)

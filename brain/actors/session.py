@@ -46,6 +46,7 @@ from brain.actors.messages import (
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
+from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
 from brain.admitted import clear_admitted
 from brain.journal import CorruptJournal, JournalError, JournalWriter
@@ -81,7 +82,7 @@ log = logging.getLogger(__name__)
 POOLED_ROLE = "pooled session"
 
 
-class SessionActor(SessionJournal, BridgedActor):
+class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
     trace_name = "session"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -339,6 +340,7 @@ class SessionActor(SessionJournal, BridgedActor):
             lambda guest_call: activate_recorded(runtime, start.agentloop, start.payload,
                                                  guest_call, deadline, stopper),
             start.turn,
+            self.inline_guest_call,
         )
 
     def _reply(self, reply: ClientReply | GuestAnswer) -> None:

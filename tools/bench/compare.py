@@ -12,6 +12,9 @@ Needs the `bench` extra (`pip install -e '.[bench]'`). One invocation measures, 
    sessions at once, one thread each), the peer's text arm (tools/bench/peer.py in a
    subprocess: the same turns on one thread_id, then on 16 thread_ids), Brain's tool arm and the
    peer's tool arm (16 at once; 2 model rounds of 4 parallel `echo` calls, then the answer).
+   Every concurrent arm, Brain's and the peer's, first runs one untimed turn per session, all
+   at once: throughput is measured at its steady state (Brain's warm pool grows to the
+   concurrency on first use; the peer's threads make their first checkpoints).
    Each ratio is taken within a round; the median over rounds is judged.
 2. The fsync ceiling: the raw write+fdatasync rate of Brain's data dir (each round) and the
    commits per text turn counted from the journals of the 16 concurrent sessions.
@@ -108,6 +111,7 @@ def brain_text(server: BrainServer, profile: Profile) -> tuple[float, float, flo
     server.send(sid, "warm-up")
     latencies, hung = sequential_turns(server, sid, profile.turns, deadline)
     ids = [server.create_session(model=TEXT_MODEL)["id"] for _ in range(SESSIONS)]
+    concurrent_turns(server, ids, 1, deadline)  # untimed warm-up (the pool grows to 16)
     run = concurrent_turns(server, ids, profile.per_session, deadline)
     if run.errors:
         raise SystemExit(f"Brain text arm failed: {run.errors[0]!r}")
@@ -120,6 +124,7 @@ def brain_tools(server: BrainServer, profile: Profile) -> tuple[float, list[str]
     deadline = time.monotonic() + DEADLINE_SECS
     ids = [server.create_session(model=TOOL_MODEL, tools=["echo"])["id"]
            for _ in range(SESSIONS)]
+    concurrent_turns(server, ids, 1, deadline)  # untimed warm-up, as the peer's
     run = concurrent_turns(server, ids, profile.tool_per_session, deadline)
     if run.errors:
         raise SystemExit(f"Brain tool arm failed: {run.errors[0]!r}")

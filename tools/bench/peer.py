@@ -16,7 +16,8 @@ checkpoint.
 
 Workloads (the same as tools/bench/turns.py drives against Brain): after one warm-up turn,
 `--turns` sequential turns on one thread_id (p50/p99 latency); then `--sessions` threads, each
-driving its own thread_id for `--per-session` turns (turns/s up to the last completion).
+driving its own thread_id for one untimed warm-up turn, all at once, and then for
+`--per-session` turns (turns/s up to the last completion).
 `--json` prints one JSON object instead of text, for compare.py.
 """
 
@@ -156,6 +157,13 @@ def measure(arm: str, turns: int, sessions: int, per_session: int,
                 except BaseException as exc:  # reported by the caller
                     errors.append(exc)
 
+            # One untimed concurrent turn per thread first, as Brain's arm gets one per session.
+            warm = [threading.Thread(target=run_turn, args=(f"thread-{n}", "warm-up"))
+                    for n in range(sessions)]
+            for t in warm:
+                t.start()
+            for t in warm:
+                t.join(timeout=DEADLINE_SECS)
             threads = [threading.Thread(target=drive, args=(f"thread-{n}",))
                        for n in range(sessions)]
             start = time.perf_counter()

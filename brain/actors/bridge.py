@@ -16,7 +16,7 @@ from typing import Any
 
 from thespian.actors import ThespianWatch
 
-from brain.actors.messages import EffectDone
+from brain.actors.messages import EffectBatch, EffectDone, OutcomeBatch
 from brain.actors.trace import TracedDispatcher
 from brain.actors.worker_threads import WorkerThreads
 from brain.effects import Outcome
@@ -124,12 +124,35 @@ class ExecutorActor(BridgedActor):
         if cancel is not None:
             cancel.set()
 
-    def receiveMsg_WatchMessage(self, msg: Any, sender: Any) -> None:
-        for item in self.bridge.drain():
-            self.handle_posted(item)
+    def receiveMsg_EffectBatch(self, msg: EffectBatch, sender: Any) -> None:
+        for each in msg.messages:  # in order, each as if it had come alone
+            try:  # (past the tracing, which already wrote a line for each)
+                super(TracedDispatcher, self).receiveMessage(each, sender)
+            except Exception:
+                logging.getLogger(type(self).__module__).exception(
+                    "%s failed on %s", type(self).__name__, type(each).__name__)
 
-    def handle_posted(self, item: Any) -> None:
-        """One item a thread posted: by default a finished effect's `(session actor, done)`."""
+    def receiveMsg_WatchMessage(self, msg: Any, sender: Any) -> None:
+        """Effects that finished since the last pass go back together: one message per
+        session actor, so their outcomes are committed in one batch there."""
+        outgoing: list[tuple[Any, list[EffectDone]]] = []
+        for item in self.bridge.drain():
+            finished = self.handle_posted(item)
+            if finished is None:
+                continue
+            reply_to, done = finished
+            for to, dones in outgoing:
+                if to == reply_to:
+                    dones.append(done)
+                    break
+            else:
+                outgoing.append((reply_to, [done]))
+        for reply_to, dones in outgoing:
+            self.send(reply_to, dones[0] if len(dones) == 1 else OutcomeBatch(tuple(dones)))
+
+    def handle_posted(self, item: Any) -> tuple[Any, EffectDone] | None:
+        """One item a thread posted: by default a finished effect's `(session actor, done)`,
+        returned to be sent; None for an item handled here."""
         reply_to, done = item
         self.cancels.pop((done.session_id, done.started), None)
-        self.send(reply_to, done)
+        return reply_to, done

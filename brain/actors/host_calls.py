@@ -69,13 +69,13 @@ class HostCallingExecutor(ExecutorActor):
 
     # --- actor thread -----------------------------------------------------------------------
 
-    def handle_posted(self, item: Any) -> None:
+    def handle_posted(self, item: Any) -> tuple[Any, Any] | None:
         if isinstance(item, HostCallOffer):
             self._offer(item)
-            return
+            return None
         _, done = item
         self._offered.discard(call_id_of(done.session_id, done.started))
-        super().handle_posted(item)
+        return super().handle_posted(item)
 
     def _offer(self, offer: HostCallOffer) -> None:
         cancel = self.cancels.get((offer.session_id, offer.started))

@@ -262,6 +262,23 @@ class EffectDone(Message):
 
 
 @dataclass(frozen=True)
+class EffectBatch(Message):
+    """Session actor → one executor: several effect messages fenced by one commit (a guest's
+    `tools.call` of four Tools is one message, not four). The executor takes each in order as
+    if it had come alone; a trace shows each as its own line."""
+
+    messages: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class OutcomeBatch(Message):
+    """Executor → session actor: the EffectDones of effects that finished together, so the
+    session commits their outcomes in one batch."""
+
+    outcomes: tuple[EffectDone, ...]
+
+
+@dataclass(frozen=True)
 class HostCallOffer(Message):
     """Executor → host dispatcher: a journaled Tool call or Environment op for a host.
 

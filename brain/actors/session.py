@@ -37,8 +37,10 @@ from brain.actors.messages import (
     CreateSession,
     DeleteSession,
     Delivered,
+    EffectBatch,
     EffectDone,
     MetricsReport,
+    OutcomeBatch,
     Released,
     ReleaseMe,
     Reply,
@@ -183,6 +185,17 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
             return
         self._step(msg)
 
+    def receiveMsg_OutcomeBatch(self, msg: OutcomeBatch, sender: Any) -> None:
+        """Outcomes that finished together: stepped in order, committed as one batch."""
+        mine = [done for done in msg.outcomes
+                if self.core is not None and done.session_id == self.core.session_id]
+        for done in msg.outcomes:
+            if done not in mine:
+                log.warning("an outcome for session %s, which this actor no longer serves",
+                            done.session_id)
+        if mine:
+            self._step_all(mine)
+
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         lease, payload = msg.payload
         if lease == self.lease:  # a timer of a session served before is void
@@ -244,7 +257,10 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
     # --- one step, carried out --------------------------------------------------------------
 
     def _step(self, event: Any) -> None:
-        step = core.step(self.core, event, time.time_ns() // 1_000_000)
+        self._step_all([event])
+
+    def _step_all(self, events: list[Any]) -> None:
+        step = core.step_all(self.core, events, time.time_ns() // 1_000_000)
         try:
             self._carry_out(step)
         except CommitFailed as exc:
@@ -255,11 +271,15 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
             self._commit(step.records)  # durable before anything below happens
         self.core = step.state
         releases = []
+        by_target: dict[str, list[Any]] = {}
         for send in step.sends:  # effects fenced by the records just committed
             if send.to == REGISTRY:
                 releases.append(send.message)
             else:
-                self.send(self.services[send.to], send.message)
+                by_target.setdefault(send.to, []).append(send.message)
+        for target, messages in by_target.items():  # several to one executor: one message
+            self.send(self.services[target],
+                      messages[0] if len(messages) == 1 else EffectBatch(tuple(messages)))
         for action in step.actions:
             self._act(action)
         for reply in step.replies:  # clients and the guest see only what is durable

@@ -21,6 +21,12 @@ from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
 _LOG_CONTEXT = json_logs()
 
 
+def unbatched(message: Any) -> tuple[Any, ...]:
+    """The messages a batch carries (EffectBatch, OutcomeBatch), or the message itself."""
+    inner = getattr(message, "messages", None) or getattr(message, "outcomes", None)
+    return tuple(inner) if isinstance(inner, tuple) else (message,)
+
+
 class TracedDispatcher(ActorTypeDispatcher):
     """Thespian's type dispatcher, tracing (under `trace_name`) what it receives and sends."""
 
@@ -35,7 +41,8 @@ class TracedDispatcher(ActorTypeDispatcher):
             self._log_context(message)
         out = writer.tracer()
         if out is not None:
-            self._trace(out, "recv", sender, message)
+            for each in unbatched(message):
+                self._trace(out, "recv", sender, each)
             if isinstance(message, ActorExitRequest):
                 result = super().receiveMessage(message, sender)
                 out.flush()
@@ -45,7 +52,8 @@ class TracedDispatcher(ActorTypeDispatcher):
     def send(self, targetAddr: Any, msg: Any) -> None:
         out = writer.tracer()
         if out is not None:
-            self._trace(out, "send", targetAddr, msg)
+            for each in unbatched(msg):  # a batch's messages are traced one by one
+                self._trace(out, "send", targetAddr, each)
         super().send(targetAddr, msg)
 
     def trace_commit(self, session_id: str, seqs: list[int]) -> None:

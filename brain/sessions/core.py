@@ -54,6 +54,26 @@ from brain.sessions.tx import Tx
 SETTLED = ("ended", "failed")
 
 
+def step_all(state: SessionState, events: list[Any], now_ms: int) -> Step:
+    """What several events that arrived together come to, as one Step: each is stepped in
+    order, and their records form one batch, committed before any send, action or reply of
+    any of them (group commit). Each of those still follows its own fence, only later."""
+    steps = []
+    for event in events:
+        steps.append(step(state, event, now_ms))
+        state = steps[-1].state
+    if len(steps) == 1:
+        return steps[0]
+    return Step(state=state,
+                records=tuple(r for s in steps for r in s.records),
+                sends=tuple(x for s in steps for x in s.sends),
+                actions=tuple(x for s in steps for x in s.actions),
+                replies=tuple(x for s in steps for x in s.replies),
+                checkpoint=any(s.checkpoint for s in steps),
+                timers=tuple(x for s in steps for x in s.timers),
+                notes=tuple(x for s in steps for x in s.notes))
+
+
 def step(state: SessionState, event: Any, now_ms: int) -> Step:
     """What `event` comes to in `state`, at wall-clock time `now_ms` (epoch milliseconds)."""
     tx = Tx(state, now_ms)

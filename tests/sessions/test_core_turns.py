@@ -11,12 +11,14 @@ from brain.actors.messages import (
     CancelEffect,
     CancelGrace,
     CancelTurn,
+    EffectDone,
     RunModelCall,
     RunToolCall,
     StartTurn,
     TurnDeadline,
 )
 from brain.effects import FAILURES, Outcome
+from brain.sessions import core
 from brain.sessions.state import (
     ActivationFinished,
     GuestCall,
@@ -25,7 +27,7 @@ from brain.sessions.state import (
     Telemetry,
 )
 from brain.sessions.turns import CANCEL_GRACE_SECS
-from tests.sessions.harness import Session, guest_answers, only_reply, sent
+from tests.sessions.harness import SESSION, Session, guest_answers, only_reply, sent
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 COMPLETED = {"status": "completed", "output": "done"}
@@ -258,3 +260,23 @@ def test_timers_of_an_older_turn_are_ignored() -> None:
     assert session.feed(TurnDeadline(old)).state.phase is Phase.RUNNING
     assert session.feed(CancelGrace(old)).records == ()
     assert session.feed(ActivationFinished(old, COMPLETED, None)).records == ()
+
+
+def test_outcomes_that_arrive_together_make_one_batch_equal_to_stepping_each() -> None:
+    """core.step_all: the group commit of outcomes an executor sent in one message."""
+    one_by_one, together = Session().running(), Session().running()
+    calls = [{"name": "echo", "id": "a", "input": 1}, {"name": "clock", "id": "b"}]
+    runs = [run.started for run in sent(one_by_one.guest("tools.call", calls=calls),
+                                        RunToolCall)]
+    together.guest("tools.call", calls=calls)
+    results = [EffectDone(SESSION, started, Outcome.OK,
+                          result={"content": str(n), "is_error": False})
+               for n, started in enumerate(runs)]
+    separate = [one_by_one.feed(done) for done in results]
+    merged = core.step_all(together.state, results, one_by_one.now - 14)
+    assert [r["kind"] for r in merged.records] == ["tool_call_ended", "tool_call_ended"]
+    assert [r["seq"] for r in merged.records] == \
+        [r["seq"] for s in separate for r in s.records]
+    assert merged.replies == tuple(x for s in separate for x in s.replies)
+    assert guest_answers(merged) == guest_answers(separate[-1])  # answered once, after both
+    assert merged.state.turn.pending == separate[-1].state.turn.pending == {}

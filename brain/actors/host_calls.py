@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from brain.actors.bridge import ExecutorActor
+from brain.actors.executor import ExecutorActor
 from brain.actors.messages import (
     HOST_DISPATCHER_GLOBAL_NAME,
     CancelEffect,

@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Any
 
-from brain.actors.bridge import ExecutorActor
+from brain.actors.executor import ExecutorActor
 from brain.actors.messages import EffectDone, RunModelCall
 from brain.actors.providers import ProviderCache
 from brain.effects import Outcome
@@ -31,6 +31,12 @@ class ModelExecutor(ExecutorActor):
 
     def receiveMsg_RunModelCall(self, msg: RunModelCall, sender: Any) -> None:
         self.start_effect(msg, sender)
+
+    def runs_at_once(self, msg: RunModelCall) -> bool:
+        try:
+            return self.providers.get(msg.model["name"], msg.model, os.environ).never_waits
+        except Exception:
+            return False  # the thread's call reports what is wrong with the model
 
     def run(self, msg: RunModelCall, cancel: threading.Event) -> EffectDone:
         from brain.models import ModelCallError

@@ -15,6 +15,7 @@ from brain.actors.host_calls import HostCallingExecutor
 from brain.actors.messages import EffectDone, RunToolCall
 from brain.effects import Outcome
 from brain.settings import Settings
+from brain.tools.builtins import INSTANT_BUILTINS
 
 
 class ToolExecutor(HostCallingExecutor):
@@ -27,6 +28,10 @@ class ToolExecutor(HostCallingExecutor):
 
     def receiveMsg_RunToolCall(self, msg: RunToolCall, sender: Any) -> None:
         self.start_effect(msg, sender)
+
+    def runs_at_once(self, msg: RunToolCall) -> bool:
+        tool = msg.tool if isinstance(msg.tool, dict) else {}
+        return tool.get("route") == "builtin" and tool.get("function") in INSTANT_BUILTINS
 
     def run(self, msg: RunToolCall, cancel: threading.Event) -> EffectDone:
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op

@@ -57,6 +57,10 @@ class ProviderSpecError(ConfigError):
 class Provider(ABC):
     """One configured model. Instances hold no secrets and no per-call state."""
 
+    never_waits = False
+    """True for a provider that answers from memory without any I/O or sleep: the model
+    executor then calls it on its own thread instead of handing the call to a worker thread."""
+
     def __init__(self, name: str, spec: dict[str, Any]) -> None:
         self.name = name
         self.spec = spec

@@ -53,6 +53,8 @@ class ScriptedProvider(Provider):
     def __init__(self, name: str, spec: dict[str, Any]) -> None:
         super().__init__(name, spec)
         self.steps = [_check_step(name, i, step) for i, step in enumerate(_load_script(name, spec))]
+        self.never_waits = not any(step.get("delay_ms") or step.get("chunk_delay_ms")
+                                   for step in self.steps)
 
     def call(self, request: Request, on_delta: OnDelta, cancel: threading.Event) -> Result:
         check_cancel(cancel)

@@ -73,3 +73,7 @@ def emit(value: Any, call: Call) -> ToolOutcome:
 
 
 BUILTINS: dict[str, Builtin] = {"echo": echo, "sleep": sleep, "fail": fail, "emit": emit}
+
+INSTANT_BUILTINS = frozenset({"echo", "fail", "emit"})
+"""Builtins that answer at once (no wait, no I/O): the Tool executor runs them on its own
+thread instead of a worker thread."""

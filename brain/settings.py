@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -244,8 +245,10 @@ class Settings:
             raise SettingError("BRAIN_MEMBER and BRAIN_CONVENTION are set together or not at all")
         return cls(**values)
 
-    @property
+    @cached_property
     def data_path(self) -> Path:
+        """The data dir, resolved once per Settings (a syscall per path component, and every
+        request and session open asks)."""
         return Path(self.data_dir).resolve()
 
     @property

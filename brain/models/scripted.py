@@ -217,8 +217,29 @@ def _last_index(messages: list[dict[str, Any]], role: str) -> int | None:
     return None
 
 
+WORD_COUNTS_KEPT = 65_536
+
+
 def _request_words(messages: list[dict[str, Any]]) -> int:
-    return sum(len(text_of(m).split()) for m in messages)
+    """The request's words (its `usage.input_tokens`). Every request repeats the conversation,
+    so the count of each message's text is remembered: splitting the same texts again at every
+    call made a call's cost grow with the conversation. (A lookup hashes the text once; a
+    split built a string per word.)"""
+    total = 0
+    counts = _word_counts
+    for message in messages:
+        text = text_of(message)
+        words = counts.get(text)
+        if words is None:
+            words = len(text.split())
+            if len(counts) >= WORD_COUNTS_KEPT:
+                counts.clear()  # bounded; the next calls count again
+            counts[text] = words
+        total += words
+    return total
+
+
+_word_counts: dict[str, int] = {}
 
 
 def _wait(cancel: threading.Event, delay_ms: float) -> None:

@@ -153,3 +153,34 @@ def test_a_client_that_disconnects_after_acceptance_does_not_cancel_the_turn(
         ][0]["text"] == "done"
     finally:
         server.kill()
+
+
+def test_a_text_turn_wakes_the_actor_only_for_the_model_call_and_the_end(
+    server: BrainServer, tmp_path: Path
+) -> None:
+    """The default Agentloop's transcript.read and both transcript.sets are carried out on the
+    activation's thread (brain/actors/session_inline.py): of the guest's work only model.call
+    (which sends) and the activation's end reach the actor through the bridge."""
+    sid = server.create_session()["id"]
+    server.send(sid, "warm")
+    wait_for(lambda: released(tmp_path) == 2, timeout=10,  # after the create and the turn
+             what="the first turn's release in the trace")
+    before = len(trace_lines(tmp_path))
+    answer = server.send(sid, "count the wake-ups")
+    assert answer["status"] == "ended"
+    wait_for(lambda: released(tmp_path) == 3, timeout=10,
+             what="the second turn's release in the trace")
+    turn = [line for line in trace_lines(tmp_path)[before:]
+            if line.get("kind") == "session"]
+    commits = [line for line in turn if line["dir"] == "commit"]
+    wakes = [line for line in turn if line["dir"] == "recv" and line["msg"] == "WatchMessage"]
+    kinds = [e["kind"] for e in server.events(sid)]
+    assert kinds.count("turn_ended") == 2
+    assert len(commits) == 6  # turn start, user message, model call, its end, answer, turn end
+    assert len(wakes) == 2
+
+
+def released(tmp_path: Path) -> int:
+    """Releases the session actor sent, as the trace has them so far."""
+    return sum(line["msg"] == "Released" and line["dir"] == "send" and line["kind"] == "session"
+               for line in trace_lines(tmp_path))

@@ -12,8 +12,8 @@ Needs the `bench` extra (`pip install -e '.[bench]'`). One invocation measures, 
    sessions at once, one thread each), the peer's text arm (tools/bench/peer.py in a
    subprocess: the same turns on one thread_id, then on 16 thread_ids), Brain's tool arm and the
    peer's tool arm (16 at once; 2 model rounds of 4 parallel `echo` calls, then the answer).
-   Every concurrent arm, Brain's and the peer's, first runs one untimed turn per session, all
-   at once: throughput is measured at its steady state (Brain's warm pool grows to the
+   Every concurrent arm, Brain's and the peer's, first runs WARM_UP_TURNS untimed turns per
+   session, all at once: throughput is measured at its steady state (Brain's warm pool grows to the
    concurrency on first use; the peer's threads make their first checkpoints).
    Each ratio is taken within a round; the median over rounds is judged.
 2. The fsync ceiling: the raw write+fdatasync rate of Brain's data dir (each round) and the
@@ -54,6 +54,11 @@ from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
 
 REPO = Path(__file__).resolve().parents[2]
 SESSIONS = 16
+WARM_UP_TURNS = 3
+"""Untimed turns per session, all sessions at once, before each concurrent arm (Brain's and the
+peer's): Brain's warm pool grows to the concurrency over the first few rounds (a session whose
+actor is still out waits for one to come back, or for a fork), so one round left forks inside
+the timed run."""
 DEADLINE_SECS = 600.0
 
 
@@ -111,7 +116,7 @@ def brain_text(server: BrainServer, profile: Profile) -> tuple[float, float, flo
     server.send(sid, "warm-up")
     latencies, hung = sequential_turns(server, sid, profile.turns, deadline)
     ids = [server.create_session(model=TEXT_MODEL)["id"] for _ in range(SESSIONS)]
-    concurrent_turns(server, ids, 1, deadline)  # untimed warm-up (the pool grows to 16)
+    concurrent_turns(server, ids, WARM_UP_TURNS, deadline)  # untimed: the pool grows to 16
     run = concurrent_turns(server, ids, profile.per_session, deadline)
     if run.errors:
         raise SystemExit(f"Brain text arm failed: {run.errors[0]!r}")
@@ -124,7 +129,7 @@ def brain_tools(server: BrainServer, profile: Profile) -> tuple[float, list[str]
     deadline = time.monotonic() + DEADLINE_SECS
     ids = [server.create_session(model=TOOL_MODEL, tools=["echo"])["id"]
            for _ in range(SESSIONS)]
-    concurrent_turns(server, ids, 1, deadline)  # untimed warm-up, as the peer's
+    concurrent_turns(server, ids, WARM_UP_TURNS, deadline)  # untimed, as the peer's
     run = concurrent_turns(server, ids, profile.tool_per_session, deadline)
     if run.errors:
         raise SystemExit(f"Brain tool arm failed: {run.errors[0]!r}")

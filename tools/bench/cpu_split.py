@@ -125,8 +125,10 @@ def client_cpu() -> float:
 def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
     model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
     ids = [server.create_session(model=model, tools=tools)["id"] for _ in range(sessions)]
-    for sid in ids:  # one after another: the pool is not grown for the concurrent run
-        server.send(sid, "warm-up")
+    if sessions == 1:
+        server.send(ids[0], "warm-up")
+    else:  # all at once, as the compare warms up: the pool grows to the concurrency first
+        concurrent_turns(server, ids, 3, time.monotonic() + 600)
     pgrp = server.proc.pid  # the server leads its own process group
     deadline = time.monotonic() + 600
     client_before = client_cpu()

@@ -16,7 +16,7 @@ checkpoint.
 
 Workloads (the same as tools/bench/turns.py drives against Brain): after one warm-up turn,
 `--turns` sequential turns on one thread_id (p50/p99 latency); then `--sessions` threads, each
-driving its own thread_id for one untimed warm-up turn, all at once, and then for
+driving its own thread_id for three untimed warm-up turns, all at once, and then for
 `--per-session` turns (turns/s up to the last completion).
 `--json` prints one JSON object instead of text, for compare.py.
 """
@@ -127,7 +127,7 @@ def turn_runner(graph: Any, durability: str, tool_rounds: int) -> Callable[[str,
 
 
 def measure(arm: str, turns: int, sessions: int, per_session: int,
-            durability: str) -> dict[str, Any]:
+            durability: str, warm_up_turns: int = 3) -> dict[str, Any]:
     """Run the workload on a fresh database; latencies in seconds."""
     tool_rounds = TOOL_ROUNDS if arm == "tools" else 0
     with tempfile.TemporaryDirectory(prefix="brain-bench-peer-") as tmp:
@@ -157,8 +157,12 @@ def measure(arm: str, turns: int, sessions: int, per_session: int,
                 except BaseException as exc:  # reported by the caller
                     errors.append(exc)
 
-            # One untimed concurrent turn per thread first, as Brain's arm gets one per session.
-            warm = [threading.Thread(target=run_turn, args=(f"thread-{n}", "warm-up"))
+            # Untimed concurrent turns per thread first, as Brain's arm gets per session.
+            def warm_up(thread_id: str) -> None:
+                for i in range(warm_up_turns):
+                    run_turn(thread_id, f"warm-up {i}")
+
+            warm = [threading.Thread(target=warm_up, args=(f"thread-{n}",))
                     for n in range(sessions)]
             for t in warm:
                 t.start()

@@ -32,7 +32,7 @@ from brain import errors
 from brain.actors.admission_board import BoardReader
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
 from brain.admitted import admitted_sessions, mark_admitted
-from brain.journal import JournalError, JournalLocked, JournalWriter, SessionReader
+from brain.journal import JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher
 from brain.sessions import core
 from brain.sessions.recovery import interrupted_work
@@ -109,7 +109,7 @@ class Admission:
     def _commit(self, session_dir: Path, boot_id: str, turn_input: Any
                 ) -> tuple[dict[str, Any], int] | None:
         try:
-            writer = JournalWriter.open(session_dir / "journal",
+            writer = JournalWriter.open(session_dir / "journal", project=True,
                                         segment_bytes=self._settings.segment_bytes)
         except JournalLocked:
             return None  # an actor holds the session: it decides
@@ -122,8 +122,8 @@ class Admission:
 
     def _admit(self, writer: JournalWriter, session_dir: Path, boot_id: str,
                turn_input: Any) -> tuple[dict[str, Any], int] | None:
-        projection = SessionReader(session_dir).projection()
-        if projection.config is None or interrupted_work(projection):
+        projection, writer.opened = writer.opened, None  # folded in the open's one pass
+        if projection is None or projection.config is None or interrupted_work(projection):
             return None  # not created, or work in flight: the actor path decides
         now_ms = time.time_ns() // 1_000_000
         session_id = session_dir.name

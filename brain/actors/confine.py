@@ -14,6 +14,7 @@ import os
 
 from thespian.system.transport import IPBase, TCPTransport
 
+from brain.actors.thespian_receive import read_messages_whole
 from brain.actors.thespian_reuse import patch_idle_socket_reuse
 
 _applied_to: str | None = None
@@ -41,5 +42,6 @@ def confine_thespian(bind_address: str) -> None:
     # dropped or stalled for 35 s (brain/actors/thespian_reuse.py).
     patch_idle_socket_reuse()
     TCPTransport.REUSE_SOCKETS = True
+    read_messages_whole()  # one recv per message, not two loop passes (thespian_receive.py)
     IPBase.thisSystem.add_local_addr(bind_address)
     _applied_to = bind_address

@@ -1,0 +1,42 @@
+"""The length of a Thespian message is read from its peeked prefix, and a message is then read
+whole in one recv, never past its end (the connection may carry an acknowledgement next)."""
+
+from __future__ import annotations
+
+import pickle
+import socket
+
+from brain.actors.thespian_receive import PEEK_BYTES, message_length, read_messages_whole
+
+
+def framed(obj: object) -> bytes:
+    data = pickle.dumps(obj)
+    return f"{len(data)}>".encode() + data
+
+
+def test_message_length_counts_the_prefix_and_the_pickle() -> None:
+    frame = framed(("a", "b" * 1000))
+    assert message_length(frame[:PEEK_BYTES]) == len(frame)
+    assert message_length(b"12") is None  # the prefix has not arrived whole
+    assert message_length(b">") is None
+    assert message_length(b"x1>") is None
+
+
+def test_an_incoming_reads_one_whole_message_and_leaves_what_follows() -> None:
+    from thespian.system.transport.TCPTransport import TCPIncomingPersistent
+
+    read_messages_whole()
+    left, right = socket.socketpair()
+    try:
+        message, after = framed(("hello", "x" * 30_000)), framed("ACK")
+        left.sendall(message + after)
+        incoming = TCPIncomingPersistent(None, right)
+        size = incoming.remainingSize()
+        assert size == len(message)
+        incoming.addData(right.recv(size))
+        assert incoming.receivedAllData()
+        assert incoming.data == (("hello", "x" * 30_000), b"")
+        assert right.recv(100) == after  # the next bytes were not consumed
+    finally:
+        left.close()
+        right.close()

@@ -136,6 +136,8 @@ class LiveHub:
                 data = self._sock.recv(RECEIVE_BYTES)
             except OSError:
                 return
+            if not self._subs:
+                continue  # nobody follows a session in this worker: nothing to parse for
             try:
                 message = json.loads(data)
             except ValueError:

@@ -262,7 +262,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = Settings.from_env()
     configure_root(logging.WARNING)
-    confine_thespian(settings.actor_bind)
+    confine_thespian(settings.actor_bind, convention=settings.member is not None)
     use_one_shot_poll()  # the admin and every actor are forks of this process
     keep_admin_in_this_process_group()
     name_thespian_processes()

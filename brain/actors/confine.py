@@ -20,8 +20,9 @@ from brain.actors.thespian_reuse import patch_idle_socket_reuse
 _applied_to: str | None = None
 
 
-def confine_thespian(bind_address: str) -> None:
-    """Make every Thespian listening socket in this process bind to `bind_address`."""
+def confine_thespian(bind_address: str, convention: bool = False) -> None:
+    """Make every Thespian listening socket in this process bind to `bind_address`, and patch
+    Thespian's transport (`convention`: this process is a member of several hosts')."""
     global _applied_to
     if _applied_to is not None:
         if _applied_to != bind_address:
@@ -42,6 +43,11 @@ def confine_thespian(bind_address: str) -> None:
     # dropped or stalled for 35 s (brain/actors/thespian_reuse.py).
     patch_idle_socket_reuse()
     TCPTransport.REUSE_SOCKETS = True
-    read_messages_whole()  # one recv per message, not two loop passes (thespian_receive.py)
+    if not convention:
+        # One recv per message, not two loop passes (thespian_receive.py). Not in a
+        # convention: there a member restarted under test was then not reached again by the
+        # leader in 4 of 6 runs, against 0 of 6 without it (tests/e2e/test_several_hosts.py);
+        # the cause is not found yet.
+        read_messages_whole()
     IPBase.thisSystem.add_local_addr(bind_address)
     _applied_to = bind_address

@@ -52,7 +52,8 @@ class ActorGateway:
                 return
             port, identity = self._expected_admin()
             self._require_admin(port)
-            confine_thespian(self._settings.actor_bind)
+            confine_thespian(self._settings.actor_bind,
+                             convention=self._settings.member is not None)
             from thespian.actors import ActorSystem
 
             from brain.actors.registry import Registry

@@ -70,9 +70,13 @@ class BridgedActor(TracedDispatcher):
         self.bridge = ThreadBridge()
 
     def receiveMessage(self, message: Any, sender: Any) -> Any:
+        self.dispatch_logged(super().receiveMessage, message, sender)
+        return self.bridge.watch()
+
+    def dispatch_logged(self, dispatch: Any, message: Any, sender: Any) -> None:
+        """`dispatch(message, sender)`; a handler that raised is logged, never let out."""
         try:
-            super().receiveMessage(message, sender)
+            dispatch(message, sender)
         except Exception:
             logging.getLogger(type(self).__module__).exception(
                 "%s failed on %s", type(self).__name__, type(message).__name__)
-        return self.bridge.watch()

@@ -82,12 +82,10 @@ class ExecutorActor(BridgedActor):
             cancel.set()
 
     def receiveMsg_EffectBatch(self, msg: EffectBatch, sender: Any) -> None:
-        for each in msg.messages:  # in order, each as if it had come alone
-            try:  # (past the tracing, which already wrote a line for each)
-                super(TracedDispatcher, self).receiveMessage(each, sender)
-            except Exception:
-                logging.getLogger(type(self).__module__).exception(
-                    "%s failed on %s", type(self).__name__, type(each).__name__)
+        # In order, each as if it had come alone; past the tracing, which already wrote a
+        # line for each.
+        for each in msg.messages:
+            self.dispatch_logged(super(TracedDispatcher, self).receiveMessage, each, sender)
 
     def receiveMsg_WatchMessage(self, msg: Any, sender: Any) -> None:
         """Effects that finished since the last pass go back together: one message per

@@ -258,9 +258,6 @@ class EffectDone(Message):
     events: tuple[dict[str, Any], ...] = ()
 
 
-# --- host calls (docs/host-tools.md) -------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class EffectBatch(Message):
     """Session actor → one executor: several effect messages fenced by one commit (a guest's
@@ -276,6 +273,9 @@ class OutcomeBatch(Message):
     session commits their outcomes in one batch."""
 
     outcomes: tuple[EffectDone, ...]
+
+
+# --- host calls (docs/host-tools.md) -------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -179,18 +179,19 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
                 self._step(item)
 
     def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
-        if self.core is None or msg.session_id != self.core.session_id:
-            log.warning("an outcome for session %s, which this actor no longer serves",
-                        msg.session_id)
-            return
-        self._step(msg)
+        self._outcomes((msg,))
 
     def receiveMsg_OutcomeBatch(self, msg: OutcomeBatch, sender: Any) -> None:
-        """Outcomes that finished together: stepped in order, committed as one batch."""
-        mine = [done for done in msg.outcomes
-                if self.core is not None and done.session_id == self.core.session_id]
-        for done in msg.outcomes:
-            if done not in mine:
+        self._outcomes(msg.outcomes)
+
+    def _outcomes(self, outcomes: tuple[EffectDone, ...]) -> None:
+        """Outcomes that arrived together: stepped in order, committed as one batch. One for a
+        session this actor no longer serves (a late answer to a cancelled effect) is dropped."""
+        mine = []
+        for done in outcomes:
+            if self.core is not None and done.session_id == self.core.session_id:
+                mine.append(done)
+            else:
                 log.warning("an outcome for session %s, which this actor no longer serves",
                             done.session_id)
         if mine:

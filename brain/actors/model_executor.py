@@ -4,6 +4,8 @@ One per actor system, created at boot. Each call runs in its own thread, because
 call blocks for seconds; the EffectDone goes to the session actor, which commits it before the
 Agentloop sees it. The executor never retries: a call it was sent is attempted exactly once.
 Live text deltas go straight to the web workers (brain/live/), never to the journal.
+Messages sent as JSON text are decoded here, the part seen in the session's last call only once
+(messages_cache.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from brain.actors.executor import ExecutorActor
 from brain.actors.messages import EffectDone, RunModelCall
+from brain.actors.messages_cache import MessagesCache
 from brain.actors.providers import ProviderCache
 from brain.effects import Outcome
 from brain.live import LivePublisher
@@ -28,6 +31,7 @@ class ModelExecutor(ExecutorActor):
         super().__init__(*args, **kwargs)
         self.live = LivePublisher(Settings.from_env().data_path)
         self.providers = ProviderCache()
+        self.messages = MessagesCache()
 
     def receiveMsg_RunModelCall(self, msg: RunModelCall, sender: Any) -> None:
         self.start_effect(msg, sender)
@@ -47,7 +51,11 @@ class ModelExecutor(ExecutorActor):
 
         try:
             provider = self.providers.get(msg.model["name"], msg.model, os.environ)
-            result = provider.call(msg.request, on_delta, cancel)
+            try:
+                request = self.messages.request(msg.session_id, msg.request)
+            except ValueError as exc:  # before anything was sent: the call did not happen
+                raise ModelCallError("error", f"unreadable messages ({exc})") from exc
+            result = provider.call(request, on_delta, cancel)
         except ModelCallError as exc:
             error: dict[str, Any] = {"message": exc.message}
             if exc.status is not None:

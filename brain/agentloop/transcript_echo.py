@@ -28,6 +28,7 @@ import json
 from typing import Any
 
 from brain.agentloop import abi
+from brain.journal.transcript_text import TranscriptList, messages_text
 
 ECHOING_OPS = ("transcript.set", "model.call")
 _HEADS = {op: f'{{"op":"{op}","messages":' for op in ECHOING_OPS}
@@ -53,7 +54,7 @@ class TranscriptEcho:
         messages = result.get("messages")
         if not isinstance(messages, list) or not messages or next(iter(result)) != "messages":
             return abi.encode(result)
-        array = abi.encode(messages).decode("utf-8")
+        array = messages_text(messages)  # only what was added since the checkpoint is encoded
         rest = abi.encode({k: v for k, v in result.items() if k != "messages"}).decode("utf-8")
         self._text, self._messages = array[:-1], messages
         tail = "}" if rest == "{}" else "," + rest[1:]
@@ -86,11 +87,13 @@ class TranscriptEcho:
             return None  # `messages` twice: the guest's own won; decode the request whole
         added = messages[1:]
         request["messages"] = self._messages + added
-        # The array's text as the guest sent it: the echo, then what it added.
+        # The array's text as the guest sent it: the echo, then what it added. The list keeps
+        # it, so a model call can send the text rather than pickle the messages.
         end = _array_end(spliced, len(head))
         if end is not None:
             self._text = known + spliced[len(head) + 4:end - 1]
-            self._messages = request["messages"]
+            self._messages = request["messages"] = TranscriptList(
+                request["messages"], (len(request["messages"]), self._text))
         return request
 
     def _remember_whole(self, text: str, request: Any) -> None:

@@ -7,7 +7,8 @@ Layout of `sessions/{id}/checkpoint` (little endian)::
     meta (CBOR)   {fold_version, seq, segment, offset, crc, at, core_length, transcript_length,
                    index, history}
     body          CBOR of the Projection without transcript and kv (core_length bytes),
-                  then CBOR of [transcript, kv]
+                  then CBOR of [transcript, kv], the transcript as the UTF-8 bytes of its JSON
+                  array (a CBOR array only if JSON cannot hold it)
 
 `seq`/`segment`/`offset`/`crc` name the frame of the last folded record: its segment, byte
 offset and payload CRC. A checkpoint is used only if that exact frame is still there, so a
@@ -17,7 +18,9 @@ without reading the whole journal. `history` holds `[segment, length, crc]`, the
 every covered segment's bytes up to the end of that frame (see `history.py`), so a writer open
 verifies the covered history in one CRC pass. Meta and body have separate checksums so a page
 read can use the index without decoding the (possibly large) projection, and the body's core
-comes first so a status read need not decode the transcript.
+comes first so a status read need not decode the transcript. The transcript is kept as JSON
+text because that is the form a turn hands to its Agentloop: a projection loaded from here
+remembers it (`transcript_text.py`), and only messages added since are encoded again.
 
 The file is replaced atomically (temp file, fsync, rename, directory fsync). Nothing here is
 ever trusted over the journal: any doubt means "rebuild".
@@ -48,11 +51,12 @@ from brain.journal.segments import (
     read_frame_header,
     segment_name,
 )
+from brain.journal.transcript_text import TranscriptList, decode_messages, messages_text
 
 log = logging.getLogger("brain.journal")
 
 CHECKPOINT_MAGIC = b"BRAINCKP"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 2: the transcript as JSON text
 _HEADER = struct.Struct("<8sHHIIIII")
 HEADER_SIZE = _HEADER.size  # 32
 INDEX_STRIDE = 64
@@ -91,7 +95,7 @@ class Checkpoint:
 
 def encode_checkpoint(cp: Checkpoint, projection: Projection) -> bytes:
     plain = projection.to_dict()
-    content = cbor2.dumps([plain.pop("transcript"), plain.pop("kv")])
+    content = cbor2.dumps([_transcript_form(plain.pop("transcript")), plain.pop("kv")])
     core = cbor2.dumps(plain)
     body = core + content
     meta = cbor2.dumps({
@@ -104,6 +108,26 @@ def encode_checkpoint(cp: Checkpoint, projection: Projection) -> bytes:
         CHECKPOINT_MAGIC, CHECKPOINT_VERSION, 0, len(meta), len(body), crc32c(meta), crc32c(body), 0
     )[:-4]
     return head + struct.pack("<I", crc32c(head)) + meta + body
+
+
+def _transcript_form(transcript: list[Any]) -> bytes | list[Any]:
+    """The transcript as its JSON text, or as itself when JSON cannot hold it. A TranscriptList
+    remembers the whole text from now on (a resident session's next turns encode less)."""
+    try:
+        text = messages_text(transcript)
+    except (TypeError, ValueError):
+        return transcript
+    if isinstance(transcript, TranscriptList):
+        transcript.remember(text)
+    return text.encode("utf-8")
+
+
+def _transcript_of(form: bytes | list[Any]) -> list[Any]:
+    if isinstance(form, bytes):
+        return decode_messages(form.decode("utf-8"))
+    if isinstance(form, list):
+        return form
+    raise ValueError("the transcript is neither JSON text nor an array")
 
 
 def write_checkpoint(path: Path, cp: Checkpoint, projection: Projection) -> None:
@@ -179,7 +203,8 @@ def load_checkpoint(
             core_length = meta["core_length"]
             plain = cbor2.loads(body[:core_length])
             if content:
-                plain["transcript"], plain["kv"] = cbor2.loads(body[core_length:])
+                transcript, plain["kv"] = cbor2.loads(body[core_length:])
+                plain["transcript"] = _transcript_of(transcript)
             else:
                 plain["transcript"], plain["kv"] = [], {}
             projection = Projection.from_dict(plain)

@@ -15,6 +15,7 @@ from typing import Any
 
 from brain.journal.errors import InvalidRecord
 from brain.journal.events import PUBLIC_RECORDS, rfc3339_ms
+from brain.journal.transcript_text import TranscriptList
 
 FOLD_VERSION = 1
 
@@ -118,7 +119,12 @@ class ProjectionBuilder:
 
     def _own(self, name: str) -> Any:
         if name not in self._owned:
-            self._values[name] = self._values[name].copy()
+            old = self._values[name]
+            # The transcript is always a TranscriptList once changed, so that the text a
+            # checkpoint gives it (or remembers for it) can be kept across later appends.
+            new = (old.copy() if isinstance(old, TranscriptList) else TranscriptList(old)) \
+                if name == "transcript" else old.copy()
+            self._values[name] = new
             self._owned.add(name)
         return self._values[name]
 
@@ -166,6 +172,8 @@ class ProjectionBuilder:
             )
         public = start < len(v["transcript"])
         transcript = self._own("transcript")
+        if start < transcript.encoded[0]:
+            transcript.forget_text()  # the remembered JSON text no longer matches
         del transcript[start:]
         transcript.extend(items)
         return public

@@ -218,16 +218,22 @@ def _last_index(messages: list[dict[str, Any]], role: str) -> int | None:
 
 
 WORD_COUNTS_KEPT = 65_536
+MESSAGES_COUNTED_KEPT = 16_384  # message objects held for their counts (a few MiB at most)
 
 
 def _request_words(messages: list[dict[str, Any]]) -> int:
     """The request's words (its `usage.input_tokens`). Every request repeats the conversation,
-    so the count of each message's text is remembered: splitting the same texts again at every
-    call made a call's cost grow with the conversation. (A lookup hashes the text once; a
-    split built a string per word.)"""
+    so each message's count is remembered, by the message object (the model executor hands
+    the same objects again while a session goes on) and by its text (a lookup hashes the text
+    once; a split built a string per word): counting again at every call made a call's cost
+    grow with the conversation. Messages are read-only, so an object's count stays right."""
     total = 0
-    counts = _word_counts
+    counts, by_object = _word_counts, _word_counts_by_object
     for message in messages:
+        known = by_object.get(id(message))
+        if known is not None and known[0] is message:
+            total += known[1]
+            continue
         text = text_of(message)
         words = counts.get(text)
         if words is None:
@@ -235,11 +241,15 @@ def _request_words(messages: list[dict[str, Any]]) -> int:
             if len(counts) >= WORD_COUNTS_KEPT:
                 counts.clear()  # bounded; the next calls count again
             counts[text] = words
+        if len(by_object) >= MESSAGES_COUNTED_KEPT:
+            by_object.clear()
+        by_object[id(message)] = (message, words)  # holding it keeps its id from being reused
         total += words
     return total
 
 
 _word_counts: dict[str, int] = {}
+_word_counts_by_object: dict[int, tuple[dict[str, Any], int]] = {}
 
 
 def _wait(cancel: threading.Event, delay_ms: float) -> None:

@@ -18,6 +18,7 @@ from brain.actors.messages import (
     RunModelCall,
     RunToolCall,
 )
+from brain.journal.transcript_text import portable
 from brain.sessions import records
 from brain.sessions.extension_events import EventRefused, check_event
 from brain.sessions.state import GuestCall, Pending, Telemetry, ToolBatch
@@ -120,7 +121,8 @@ def model_call(tx: Tx, call: GuestCall) -> Answer:
     turn = tx.state.turn
     tx.set_turn(model_calls=turn.model_calls + 1,
                 pending={**turn.pending, started["seq"]: Pending("model_call", call.call_id)})
-    request = {"messages": messages, "tools": tools, "options": options}
+    # Messages whose JSON text the guest just sent travel as that text (transcript_text.py).
+    request = {"messages": portable(messages), "tools": tools, "options": options}
     tx.send(MODEL_EXECUTOR_GLOBAL_NAME,
             RunModelCall(state.session_id, started["seq"], model, request))
     return None

@@ -16,6 +16,7 @@ import pytest
 
 from brain.agentloop import DEFAULT_AGENTLOOP, AgentloopRuntime, abi
 from brain.agentloop.transcript_echo import TranscriptEcho
+from brain.journal.transcript_text import MessagesText, portable
 from tests.agentloop.helpers import FakeBrain, assistant, payload, text, tool_call
 
 HEAD = {op: f'{{"op":"{op}","messages":' for op in ("transcript.set", "model.call")}
@@ -109,6 +110,10 @@ def test_random_echoes_decode_as_whole_requests(seed: int) -> None:
         for index, message in enumerate(handed):
             assert decoded["messages"][index] is message, f"item {index} was decoded again"
         handed = decoded["messages"]
+        # A spliced list carries its text, which a model call sends instead of the objects.
+        sent = portable(decoded["messages"])
+        assert isinstance(sent, MessagesText)
+        assert abi.decode(sent.text.encode("utf-8")) == decoded["messages"]
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -177,9 +177,11 @@ bg_span agentloop_activate(bg_span payload) {
 
     size_t mark = bg_mark();
     bg_span res = bg_call(LIT("{\"op\":\"transcript.read\"}"));
-    if (bg_is_error(res, &error)) return bg_fail_with(error);
+    /* "messages" first: a read that succeeded is then scanned once, not a second time to
+     * look for an "error" member it does not have. */
     bg_span messages;
     if (!bg_json_get(res, "messages", &messages) || bg_json_kind(messages) != '[') {
+        if (bg_is_error(res, &error)) return bg_fail_with(error);
         return bg_fail("agentloop_error", "transcript.read returned no messages array");
     }
     transcript t;

@@ -1,4 +1,5 @@
-"""Shared fixtures: a real Brain server per test, always torn down."""
+"""Shared fixtures: a real Brain server per test, always torn down. Tests marked `torture`
+run only when asked for (`pytest -m torture`), whichever directory is run."""
 
 from __future__ import annotations
 
@@ -18,3 +19,12 @@ def brain_server(tmp_path: Path) -> Iterator[BrainServer]:
         yield server
     finally:
         server.kill()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "torture" in (config.getoption("markexpr") or ""):
+        return
+    skip = pytest.mark.skip(reason="long torture run: select it with -m torture")
+    for item in items:
+        if "torture" in item.keywords:
+            item.add_marker(skip)

@@ -29,10 +29,23 @@ class PendingGuestCall:
 
     op: dict[str, Any]
     answer: queue.SimpleQueue = field(default_factory=queue.SimpleQueue)
-    turn: int = 0  # the turn whose activation asks (an abandoned turn's calls are refused)
+    turn: int = 0  # the turn whose activation asks
+    activation: int = 0  # which activation of this actor asks (an abandoned one is refused)
 
     def respond(self, result: dict[str, Any]) -> None:
         self.answer.put(result)
+
+
+@dataclass(frozen=True)
+class ActivationDone:
+    """The activation thread's ActivationFinished, with the activation it ends.
+
+    Activations are numbered per actor process rather than known by their turn: a turn whose
+    commit failed is retried under the same sequence, and the abandoned activation's late
+    calls and end must not be taken for the new one's."""
+
+    activation: int
+    event: ActivationFinished
 
 
 _runtime = None
@@ -79,14 +92,15 @@ _activation_threads = WorkerThreads("activation")
 
 
 def start_activation(bridge: ThreadBridge, run: Any, turn: int,
-                     inline: Callable[[PendingGuestCall], bool] | None = None) -> None:
+                     inline: Callable[[PendingGuestCall], bool] | None = None,
+                     activation: int = 0) -> None:
     """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge.
 
     `inline`, when given, may carry a guest call out on this thread and answer it (True);
     otherwise the call goes through the bridge (brain/actors/session_inline.py)."""
 
     def guest_call(op: dict[str, Any]) -> dict[str, Any]:
-        call = PendingGuestCall(op, turn=turn)
+        call = PendingGuestCall(op, turn=turn, activation=activation)
         if inline is not None and inline(call):
             return call.answer.get_nowait()
         bridge.post(call)
@@ -101,11 +115,12 @@ def start_activation(bridge: ThreadBridge, run: Any, turn: int,
         try:
             result = run(guest_call)
         except AgentloopError as exc:
-            bridge.post(ActivationFinished(turn, None, {"code": exc.code, "message": exc.message}))
+            finished = ActivationFinished(turn, None, {"code": exc.code, "message": exc.message})
         except Exception as exc:  # a Brain bug must still close the turn
-            bridge.post(ActivationFinished(turn, None, {"code": "internal",
-                                                        "message": type(exc).__name__}))
+            finished = ActivationFinished(turn, None, {"code": "internal",
+                                                       "message": type(exc).__name__})
         else:
-            bridge.post(ActivationFinished(turn, result, None))
+            finished = ActivationFinished(turn, result, None)
+        bridge.post(ActivationDone(activation, finished))
 
     _activation_threads.submit(body, name=f"activation-{turn}")

@@ -26,6 +26,7 @@ from thespian.actors import ActorExitRequest, WakeupMessage, WatchMessage
 
 from brain import errors
 from brain.actors.activation import (
+    ActivationDone,
     PendingGuestCall,
     activate_recorded,
     agentloop_runtime,
@@ -59,7 +60,6 @@ from brain.sessions.abandon import waiting_clients
 from brain.sessions.environments import environments_set_up
 from brain.sessions.state import (
     REGISTRY,
-    ActivationFinished,
     ClientReply,
     Command,
     Damaged,
@@ -97,7 +97,8 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self.services: dict[str, Any] = {}
         self.writer: JournalWriter | None = None
         self._reopening = False
-        self._void_turns: set[int] = set()  # turns abandoned by a failed commit
+        self._activations = 0  # activations started by this actor process, for their numbers
+        self._void_activations: set[int] = set()  # abandoned by a failed commit
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
         self._fresh_session_state()
 
@@ -107,6 +108,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self.guest_calls: dict[int, PendingGuestCall] = {}
         self.next_call_id = 0
         self.stopper: Any = None  # the running activation's ActivationStopper
+        self.activation = 0  # the running activation's number
         self.metrics = MetricBatch()
 
     def trace_session_id(self) -> str | None:
@@ -169,14 +171,14 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         for item in self.bridge.drain():
-            if item.turn in self._void_turns:  # of a turn a failed commit abandoned
+            if item.activation in self._void_activations:  # one a failed commit abandoned
                 if isinstance(item, PendingGuestCall):
                     item.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
             elif isinstance(item, PendingGuestCall):
                 self._guest_call(item)
-            elif isinstance(item, ActivationFinished):
+            elif isinstance(item, ActivationDone):
                 self.stopper = None
-                self._step(item)
+                self._step(item.event)
 
     def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
         self._outcomes((msg,))
@@ -309,10 +311,9 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
                                           error_message=COMMIT_FAILED))
         for call in self.guest_calls.values():
             call.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
-        if self.stopper is not None:
+        if self.stopper is not None:  # an activation is running: stopped, and its calls void
             self.stopper.stop()
-        if self.core.turn is not None:
-            self._void_turns.add(self.core.turn.sequence)
+            self._void_activations.add(self.activation)
         handled = max(self.core.handled, failed.state.handled)
         self._close_journal()
         self._fresh_session_state()
@@ -355,6 +356,8 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         max_secs = self.settings.max_turn_secs
         deadline = time.monotonic() + max_secs if max_secs else None
         self.stopper = stopper = ActivationStopper()
+        self._activations += 1
+        self.activation = self._activations
         runtime = agentloop_runtime(self.settings)
         start_activation(
             self.bridge,
@@ -362,6 +365,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
                                                  guest_call, deadline, stopper),
             start.turn,
             self.inline_guest_call,
+            self.activation,
         )
 
     def _reply(self, reply: ClientReply | GuestAnswer) -> None:

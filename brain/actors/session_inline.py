@@ -40,7 +40,7 @@ class InlineGuestCalls:
     core: Any
     guest_calls: dict[int, PendingGuestCall]
     next_call_id: int
-    _void_turns: set[int]
+    _void_activations: set[int]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -59,7 +59,7 @@ class InlineGuestCalls:
         with self.state_lock:
             state = self.core
             if state is None or state.turn is None or state.turn.sequence != call.turn \
-                    or call.turn in self._void_turns:
+                    or call.activation in self._void_activations:
                 return False
             call_id = self.next_call_id + 1
             step = core.step(state, GuestCall(call_id, call.op), time.time_ns() // 1_000_000)

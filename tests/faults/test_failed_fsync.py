@@ -87,6 +87,10 @@ def test_failed_fsync_of_a_turn_start_refuses_the_turn(env) -> None:  # type: ig
     wait_for(lambda: "turn_ended" in kinds(journal(server.data_dir, sid)), what="the next turn")
     assert unmatched_starts(journal(server.data_dir, sid)) == []
     assert verify(server.data_dir, sid) == ""
+    # The next turn has the refused one's sequence; nothing of the refused turn counted for it.
+    messages = server.request("GET", f"/v1/sessions/{sid}/transcript").json()["messages"]
+    said = [block["text"] for m in messages if m["role"] == "user" for block in m["content"]]
+    assert said == ["again"], messages
 
 
 def test_writer_cuts_a_batch_whose_fdatasync_failed(tmp_path: Path,

@@ -119,3 +119,34 @@ def test_writer_cuts_a_batch_whose_fdatasync_failed(tmp_path: Path,
     assert reopened.last_seq == 1
     reopened.close()
     assert [f.record["key"] for f in JournalScan(journal_dir)] == ["a"]
+
+
+def test_a_pooled_actor_serves_the_next_session_after_an_abandoned_turn(tmp_path: Path) -> None:
+    """An abandoned activation is refused by its number: the next session the same pooled
+    actor serves has turns with the same sequences, and its guest calls must count."""
+    trigger = tmp_path / "fail-fsync"
+    env = {"BRAIN_TEST_FAIL_FSYNC": str(trigger), "BRAIN_SESSION_POOL_SIZE": "1"}
+    with slow_tool_server(tmp_path, tmp_path / "data", delay_ms=1500, env=env) as (server, _):
+        first = server.create_session(model="slowtool", tools=["remote"])["id"]
+        answer: dict[str, Any] = {}
+        client = threading.Thread(target=lambda: answer.update(resp=post_turn(server, first,
+                                                                              "use the tool")))
+        client.start()
+        wait_for(lambda: "model_call_started" in kinds(journal(server.data_dir, first)),
+                 what="the model call under way")
+        trigger.write_text(first)
+        client.join(timeout=60)
+        assert not client.is_alive()
+        assert_internal(answer["resp"])
+        wait_for(lambda: status(server, first) == "idle", what="the session reopened from disk")
+        again = post_turn(server, first, "hello")  # after it the actor is released to the pool
+        assert again.status_code == 200 and again.json()["status"] == "ended", again.text
+
+        second = server.create_session(model="slowtool")["id"]
+        turn = post_turn(server, second, "hello")
+        assert turn.status_code == 200 and turn.json()["status"] == "ended", turn.text
+        started = [r["seq"] for r in journal(server.data_dir, second)
+                   if r["kind"] == "turn_started"]
+        failed = [r["started"] for r in journal(server.data_dir, first)
+                  if r["kind"] == "turn_failed"]
+        assert started == failed, "the two turns must share a sequence for this to test anything"

@@ -23,6 +23,7 @@ from thespian.system.transport import TCPTransport as tcp
 PEEK_BYTES = 64  # a length prefix is at most ~12 bytes
 _original_remaining = tcp.TCPIncoming_Common.remainingSize
 _patched = False
+_skip_gevent = False
 
 
 def message_length(head: bytes) -> int | None:
@@ -40,6 +41,8 @@ def message_length(head: bytes) -> int | None:
 def _remaining_size(self: Any) -> int:
     buffer = self._rData
     sock = self.socket
+    if _skip_gevent and type(sock).__module__.startswith("gevent"):
+        return _original_remaining(self)
     if buffer._size is None and not buffer._buf and sock is not None:
         try:
             head = sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
@@ -51,9 +54,16 @@ def _remaining_size(self: Any) -> int:
     return _original_remaining(self)
 
 
-def read_messages_whole() -> None:
-    """Patch Thespian's TCP transport in this process as the module docstring says."""
-    global _patched
+def read_messages_whole(skip_gevent: bool = False) -> None:
+    """Patch Thespian's TCP transport in this process as the module docstring says.
+
+    `skip_gevent`: leave gevent's sockets (a web worker's) to Thespian's own reading. In a
+    member of several hosts, web workers with the patch failed, now and then, to have an actor
+    created on another member (tests/e2e/test_several_hosts.py: 2 runs of 3 with the peek on
+    gevent's socket, 1 of 6 with it on the socket gevent wraps; 0 of 16 with gevent's sockets
+    left alone). The cause is not known; actors and admins there read messages whole."""
+    global _patched, _skip_gevent
+    _skip_gevent = skip_gevent
     if _patched:
         return
     tcp.TCPIncoming_Common.remainingSize = _remaining_size

@@ -40,3 +40,24 @@ def test_an_incoming_reads_one_whole_message_and_leaves_what_follows() -> None:
     finally:
         left.close()
         right.close()
+
+
+def test_a_member_of_several_hosts_leaves_gevent_sockets_to_thespian() -> None:
+    """In a convention member a web worker's gevent socket is read as Thespian reads it: the
+    first recv asks for Thespian's 20 bytes, not the whole message."""
+    import gevent.socket
+    from thespian.system.transport.TCPTransport import TCPIncomingPersistent
+
+    left, right = socket.socketpair()
+    wrapped = gevent.socket.socket(fileno=right.detach())
+    try:
+        message = framed(("hello", "x" * 30_000))
+        left.sendall(message)
+        read_messages_whole(skip_gevent=True)
+        assert TCPIncomingPersistent(None, wrapped).remainingSize() < len(message)
+        read_messages_whole(skip_gevent=False)
+        assert TCPIncomingPersistent(None, wrapped).remainingSize() == len(message)
+    finally:
+        read_messages_whole(skip_gevent=False)  # this process's setting, as the suite has it
+        left.close()
+        wrapped.close()

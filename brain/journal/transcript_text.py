@@ -4,8 +4,10 @@ Every turn of a released session opens its journal again and hands the whole tra
 Agentloop as JSON (`transcript.read`). Encoding hundreds of messages again at every turn made a
 turn's cost grow with the conversation. The checkpoint therefore keeps the transcript as that
 JSON text, and a projection loaded from it holds a `TranscriptList`: the decoded messages, as
-any list, plus the text of the first `encoded_count` of them. Encoding it for a guest, or for
-the next checkpoint, then costs only the messages added since.
+any list, plus the text of its first messages (`encoded`). Encoding it for a guest, or for the
+next checkpoint, then costs only the messages added since. A list the transcript echo builds
+from a guest's request carries the guest's own text the same way, which a model call sends
+instead of the messages (`MessagesText`).
 
 The text is only a cache of the list: it is trusted because Brain wrote it (the checkpoint is
 checksummed), and any change that reaches into the encoded messages drops it. The transcript is
@@ -21,7 +23,7 @@ from typing import Any
 
 
 class TranscriptList(list):
-    """A list of messages, and the JSON array text of its first `encoded_count` items.
+    """A list of messages, and the JSON array text of its first `encoded[0]` items.
 
     Treat it as read-only, as every projection container. `copy()` keeps the text, for a
     projection builder that changes its own copy (it calls `forget_text` before reaching into

@@ -41,9 +41,10 @@ def assert_internal(resp: requests.Response) -> None:
     assert error["code"] == "internal" and error["message"] and error["request_id"], error
 
 
-def test_failed_fsync_mid_turn_is_never_trusted_and_nothing_after_it_is_sent(env) -> None:  # type: ignore[no-untyped-def]
-    server, tool, trigger = env
-    sid = server.create_session(model="slowtool", tools=["remote"])["id"]
+def turn_whose_model_answer_fails_to_sync(server: BrainServer, trigger: Path,
+                                          sid: str) -> requests.Response:
+    """A sync tool-using turn whose model call's answer is the commit whose fdatasync fails;
+    returns the client's response, which must come."""
     answer: dict[str, Any] = {}
     client = threading.Thread(target=lambda: answer.update(resp=post_turn(server, sid,
                                                                           "use the tool")))
@@ -53,8 +54,13 @@ def test_failed_fsync_mid_turn_is_never_trusted_and_nothing_after_it_is_sent(env
     trigger.write_text(sid)  # the model call's answer is the next commit: its fdatasync fails
     client.join(timeout=60)
     assert not client.is_alive(), "the client must be answered, not left waiting"
+    return answer["resp"]
 
-    assert_internal(answer["resp"])
+
+def test_failed_fsync_mid_turn_is_never_trusted_and_nothing_after_it_is_sent(env) -> None:  # type: ignore[no-untyped-def]
+    server, tool, trigger = env
+    sid = server.create_session(model="slowtool", tools=["remote"])["id"]
+    assert_internal(turn_whose_model_answer_fails_to_sync(server, trigger, sid))
     assert not trigger.exists(), "exactly one fdatasync failed"
     assert tool.requests == [], "the tool call the unsynced answer asked for was sent"
     wait_for(lambda: status(server, sid) == "idle", what="the session reopened from disk")
@@ -128,16 +134,7 @@ def test_a_pooled_actor_serves_the_next_session_after_an_abandoned_turn(tmp_path
     env = {"BRAIN_TEST_FAIL_FSYNC": str(trigger), "BRAIN_SESSION_POOL_SIZE": "1"}
     with slow_tool_server(tmp_path, tmp_path / "data", delay_ms=1500, env=env) as (server, _):
         first = server.create_session(model="slowtool", tools=["remote"])["id"]
-        answer: dict[str, Any] = {}
-        client = threading.Thread(target=lambda: answer.update(resp=post_turn(server, first,
-                                                                              "use the tool")))
-        client.start()
-        wait_for(lambda: "model_call_started" in kinds(journal(server.data_dir, first)),
-                 what="the model call under way")
-        trigger.write_text(first)
-        client.join(timeout=60)
-        assert not client.is_alive()
-        assert_internal(answer["resp"])
+        assert_internal(turn_whose_model_answer_fails_to_sync(server, trigger, first))
         wait_for(lambda: status(server, first) == "idle", what="the session reopened from disk")
         again = post_turn(server, first, "hello")  # after it the actor is released to the pool
         assert again.status_code == 200 and again.json()["status"] == "ended", again.text

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from brain.agentloop.memory import MASK32
+from brain.journal.transcript_text import json_text
 
 
 def pack(ptr: int, length: int) -> int:
@@ -25,11 +26,7 @@ def unpack(value: int) -> tuple[int, int]:
 
 def encode(value: Any) -> bytes:
     """Compact UTF-8 JSON. Text with lone surrogates has no UTF-8 form; it goes out escaped."""
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode("ascii")
+    return json_text(value).encode("utf-8")
 
 
 def _no_constant(name: str) -> Any:

@@ -86,14 +86,16 @@ class TranscriptEcho:
         if not isinstance(messages, list) or not messages or messages[0] is not PLACEHOLDER:
             return None  # `messages` twice: the guest's own won; decode the request whole
         added = messages[1:]
-        request["messages"] = self._messages + added
         # The array's text as the guest sent it: the echo, then what it added. The list keeps
         # it, so a model call can send the text rather than pickle the messages.
         end = _array_end(spliced, len(head))
-        if end is not None:
-            self._text = known + spliced[len(head) + 4:end - 1]
-            self._messages = request["messages"] = TranscriptList(
-                request["messages"], (len(request["messages"]), self._text))
+        if end is None:
+            request["messages"] = self._messages + added
+            return request
+        self._text = known + spliced[len(head) + 4:end - 1]
+        whole = TranscriptList(self._messages, (len(self._messages) + len(added), self._text))
+        whole.extend(added)  # one copy of the remembered messages, not two
+        self._messages = request["messages"] = whole
         return request
 
     def _remember_whole(self, text: str, request: Any) -> None:

@@ -120,11 +120,12 @@ class ProjectionBuilder:
     def _own(self, name: str) -> Any:
         if name not in self._owned:
             old = self._values[name]
-            # The transcript is always a TranscriptList once changed, so that the text a
-            # checkpoint gives it (or remembers for it) can be kept across later appends.
-            new = (old.copy() if isinstance(old, TranscriptList) else TranscriptList(old)) \
-                if name == "transcript" else old.copy()
-            self._values[name] = new
+            # The transcript is a TranscriptList once changed (whose copy keeps its text), so
+            # the text a checkpoint gives it, or remembers for it, lasts across later appends.
+            if name == "transcript" and not isinstance(old, TranscriptList):
+                self._values[name] = TranscriptList(old)
+            else:
+                self._values[name] = old.copy()
             self._owned.add(name)
         return self._values[name]
 

@@ -59,8 +59,9 @@ class TranscriptList(list):
 
 
 def json_text(value: Any) -> str:
-    """Compact JSON that has a UTF-8 form, as the Agentloop ABI writes it: text with lone
-    surrogates goes out escaped. Raises ValueError or TypeError on a value JSON cannot hold."""
+    """Compact JSON that has a UTF-8 form, the Agentloop ABI's encoding (`abi.encode` is this,
+    as UTF-8): text with lone surrogates goes out escaped. Raises ValueError or TypeError on a
+    value JSON cannot hold."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if not text.isascii():
         try:

@@ -351,8 +351,11 @@ def use_default_config_file() -> None:
 
 
 def clear_live_sockets(settings: Settings) -> None:
-    """Sockets left by the workers of a previous run; the new workers bind their own."""
-    from brain.live.publisher import live_dir
+    """Sockets and follow markers left by the workers of a previous run; the new workers bind
+    their own."""
+    from brain.live.followers import clear_followers, live_dir
 
-    for stale in live_dir(settings.data_path).glob("*.sock"):
+    live = live_dir(settings.data_path)
+    for stale in live.glob("*.sock"):
         stale.unlink(missing_ok=True)
+    clear_followers(live)

@@ -1,36 +1,34 @@
-"""The sending side: session actors and the model executor announce to every web worker.
+"""The sending side: session actors and the model executor hint the web workers that follow.
 
-Each web worker binds one Unix datagram socket in `$BRAIN_DATA_DIR/run/live/`. A publisher
-sends small JSON datagrams to all of them without blocking: a worker whose buffer is full just
-misses a hint and catches up from the journal, so no sender ever waits on a slow reader.
+Each web worker binds one Unix datagram socket in `$BRAIN_DATA_DIR/run/live/`. While it has SSE
+subscribers of a session, it also keeps a marker, `run/live/follow/<session>/<its socket name>`
+(brain/live/followers.py). A publisher sends a session's hints only to the sockets its markers
+name, without blocking: a worker whose buffer is full just misses a hint and catches up from the
+journal, so no sender ever waits on a slow reader.
 
-A publisher lives as long as its process (the model executor's, for the whole server), while
-workers come and go: the first worker answers before the others have bound their sockets, and
-gunicorn replaces a worker that dies. So the list of sockets is read again whenever the
-directory changed (one `stat` per message) and at least every second. A list kept for a fixed
-time missed a worker that bound just after a scan: its SSE followers lost that turn's model
-deltas, which are live only and never come back from the journal.
+The markers are listed again for every hint, never cached: a worker that starts following
+between two hints gets the second one. A subscriber marks its session before it reads the
+journal, so a commit whose hint missed the new marker is one its catch-up read sees. A session
+nobody follows, the common case, costs one failed directory listing per hint, where every
+worker used to receive and drop every hint (about a fifth of a web worker's CPU per turn).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import socket
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
+from brain.live.followers import follower_sockets, forget_follower, live_dir
+
 log = logging.getLogger(__name__)
 
-RESCAN_SECS = 1.0
 MAX_DELTA_BYTES = 16 * 1024
 
-
-def live_dir(data_dir: Path) -> Path:
-    return data_dir / "run" / "live"
+__all__ = ["LivePublisher", "live_dir"]
 
 
 class LivePublisher:
@@ -38,63 +36,31 @@ class LivePublisher:
         self._dir = live_dir(data_dir)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
-        self._targets: list[str] = []
-        self._scanned_at = 0.0
-        self._dir_changed_at: int | None = None  # the directory's mtime at the last scan
         self._lock = threading.Lock()  # executor threads publish deltas concurrently
 
-    def _scan(self, force: bool = False) -> None:
-        now = time.monotonic()
-        try:
-            changed_at: int | None = os.stat(self._dir).st_mtime_ns
-        except OSError:
-            changed_at = None
-        if (not force and changed_at == self._dir_changed_at
-                and now - self._scanned_at < RESCAN_SECS):
+    def _send(self, session_id: str, message: dict[str, Any]) -> None:
+        targets = follower_sockets(self._dir, session_id)
+        if not targets:
             return
-        self._scanned_at = now
-        self._dir_changed_at = changed_at
-        try:
-            self._targets = [str(p) for p in self._dir.glob("*.sock")]
-        except OSError:
-            self._targets = []
-
-    def _broadcast(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, separators=(",", ":")).encode()
         with self._lock:
-            self._send_all(data)
-
-    def _send_all(self, data: bytes) -> None:
-        self._scan()
-        stale = False
-        for target in self._targets:
-            try:
-                self._sock.sendto(data, target)
-            except (BlockingIOError, InterruptedError):
-                pass  # that worker is behind; it catches up from the journal
-            except (FileNotFoundError, ConnectionRefusedError):
-                stale = True
-                _remove_stale(target)
-            except OSError as exc:
-                log.debug("live hint to %s failed: %s", target, exc)
-        if stale:
-            self._scan(force=True)
+            for name in targets:
+                try:
+                    self._sock.sendto(data, str(self._dir / name))
+                except (BlockingIOError, InterruptedError):
+                    pass  # that worker is behind; it catches up from the journal
+                except (FileNotFoundError, ConnectionRefusedError):
+                    forget_follower(self._dir, session_id, name)  # a worker that died
+                except OSError as exc:
+                    log.debug("live hint to %s failed: %s", name, exc)
 
     def committed(self, session_id: str, sequence: int) -> None:
-        self._broadcast({"s": session_id, "q": sequence})
+        self._send(session_id, {"s": session_id, "q": sequence})
 
     def model_delta(self, session_id: str, started: int, delta: str) -> None:
         for start in range(0, len(delta), MAX_DELTA_BYTES):
-            self._broadcast({"s": session_id, "d": {"started": started,
-                                                    "delta": delta[start:start + MAX_DELTA_BYTES]}})
+            self._send(session_id, {"s": session_id, "d": {
+                "started": started, "delta": delta[start:start + MAX_DELTA_BYTES]}})
 
     def close(self) -> None:
         self._sock.close()
-
-
-def _remove_stale(target: str) -> None:
-    # A worker that died left its socket file; nobody reads it any more.
-    try:
-        os.unlink(target)
-    except OSError:
-        pass

@@ -1,10 +1,11 @@
 """The receiving side of live hints, one per web worker process.
 
-A worker binds one datagram socket and keeps, per session, the set of its SSE subscriptions.
-A commit hint wakes that session's subscribers only. Each then takes the new Events from the
-session's `SessionTail` (read from the journal once for all of them), or reads the journal
-from its own cursor when it is further behind: one session's traffic or one slow subscriber
-never holds up another.
+A worker binds one datagram socket and keeps, per session, the set of its SSE subscriptions,
+and marks each session it follows so that publishers send it that session's hints
+(brain/live/followers.py). A commit hint wakes that session's subscribers only. Each then
+takes the new Events from the session's `SessionTail` (read from the journal once for all of
+them), or reads the journal from its own cursor when it is further behind: one session's
+traffic or one slow subscriber never holds up another.
 
 Deltas and commit hints share one queue per subscription, in arrival order. The executor sends
 a call's deltas before the session commits its outcome, so a subscriber that reads the journal
@@ -25,7 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from brain.live.publisher import live_dir
+from brain.live.followers import forget_follower, live_dir, mark_following
 from brain.web.background import gevent_active, spawn_background
 from brain.web.session_tail import SessionTail
 
@@ -82,6 +83,10 @@ class LiveHub:
 
     def close(self) -> None:
         if self.path is not None:
+            with self._lock:
+                followed = list(self._subs)
+            for session_id in followed:
+                forget_follower(self._dir, session_id, self.path.name)
             try:
                 self.path.unlink()
             except OSError:
@@ -90,8 +95,11 @@ class LiveHub:
             self._sock.close()
 
     def subscribe(self, session_id: str) -> Subscription:
+        """Subscribe before reading the journal: hints for commits after this call reach it."""
         subscription = Subscription(session_id, _event_factory())
         with self._lock:
+            if session_id not in self._subs and self.path is not None:
+                mark_following(self._dir, session_id, self.path.name)
             self._subs.setdefault(session_id, set()).add(subscription)
         return subscription
 
@@ -103,6 +111,8 @@ class LiveHub:
                 if not subs:
                     del self._subs[subscription.session_id]
                     self._tails.pop(subscription.session_id, None)
+                    if self.path is not None:
+                        forget_follower(self._dir, subscription.session_id, self.path.name)
 
     def tail(self, session_id: str) -> SessionTail:
         """The shared tail of a session's newest Events, kept while it has subscribers here."""

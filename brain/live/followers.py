@@ -1,0 +1,74 @@
+"""Which web workers follow a session: marker files the workers keep and publishers list.
+
+`run/live/follow/<session>/<socket name>` exists while the worker bound at
+`run/live/<socket name>` has SSE subscribers of that session. A worker writes its marker when
+its first subscriber of the session arrives and removes it with its last, and all of them when
+it exits. One a killed worker left behind is removed by the first publisher whose hint finds
+its socket gone, and all of them by the next `brain serve`.
+
+Files, not a message to the session's actor: the actor serving a session changes at every turn
+under the default release policy, a read of a session never wakes an actor, and a directory
+listing is a single system call that needs no one to answer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+MARK_ATTEMPTS = 5
+
+
+def live_dir(data_dir: Path) -> Path:
+    return data_dir / "run" / "live"
+
+
+def _follow_dir(live: Path, session_id: str) -> Path | None:
+    """The session's marker directory; None for an id that is not one plain file name."""
+    if not session_id or session_id.startswith(".") or "/" in session_id or "\0" in session_id:
+        return None
+    return live / "follow" / session_id
+
+
+def follower_sockets(live: Path, session_id: str) -> list[str]:
+    """Socket names (in `live`) of the workers that follow `session_id`; [] when none do."""
+    folder = _follow_dir(live, session_id)
+    if folder is None:
+        return []
+    try:
+        return os.listdir(folder)
+    except OSError:  # nobody follows it: the directory does not exist
+        return []
+
+
+def mark_following(live: Path, session_id: str, socket_name: str) -> None:
+    """Make this worker's socket one that `session_id`'s hints go to."""
+    folder = _follow_dir(live, session_id)
+    if folder is None:
+        return
+    for _ in range(MARK_ATTEMPTS):
+        folder.mkdir(parents=True, exist_ok=True)
+        try:
+            (folder / socket_name).touch()
+            return
+        except FileNotFoundError:
+            continue  # another worker removed the empty directory meanwhile: make it again
+    raise OSError(f"could not mark {folder} as followed")
+
+
+def forget_follower(live: Path, session_id: str, socket_name: str) -> None:
+    """Remove one worker's marker, and the session's directory when it was the last."""
+    folder = _follow_dir(live, session_id)
+    if folder is None:
+        return
+    try:
+        os.unlink(folder / socket_name)
+        os.rmdir(folder)
+    except OSError:
+        pass  # already gone, or another worker still follows: its marker keeps the directory
+
+
+def clear_followers(live: Path) -> None:
+    """Drop every marker (a new server's workers have none yet)."""
+    shutil.rmtree(live / "follow", ignore_errors=True)

@@ -108,6 +108,8 @@ def verify(target: str, out: TextIO | None = None) -> int:
             f"{torn.size - torn.offset} bytes; truncated at the next open)",
             file=out,
         )
+    if scan.unused:
+        print(f"room        {scan.unused} bytes of zeros after the last batch", file=out)
     state, ok = _checkpoint_state(checkpoint_path, journal_dir, segments, at_checkpoint)
     print(f"checkpoint  {state}", file=out)
     return 0 if ok else 1

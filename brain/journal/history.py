@@ -79,14 +79,17 @@ def history_mismatch(
 
 
 def digest_segments(
-    segments: Sequence[Segment], known: Sequence[SegmentDigest] = ()
+    segments: Sequence[Segment], known: Sequence[SegmentDigest] = (), last_end: int | None = None
 ) -> list[SegmentDigest]:
     """Every segment's CRC as the files stand now, extending the verified prefixes in `known`
-    instead of reading them again (what recovery keeps running for its appends)."""
+    instead of reading them again (what recovery keeps running for its appends). `last_end`:
+    where the last segment's frames end, when unused zeros follow them (writer.py)."""
     prefixes = {d.segment: d for d in known}
     digests = []
-    for segment in segments:
+    for index, segment in enumerate(segments):
         size = os.stat(segment.path).st_size
+        if last_end is not None and index == len(segments) - 1:
+            size = min(size, last_end)
         prefix = prefixes.get(segment.first_seq)
         start, crc = (prefix.length, prefix.crc) if prefix and prefix.length <= size else (0, 0)
         value = crc_of_file(segment.path, size, start, crc)

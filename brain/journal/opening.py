@@ -43,6 +43,7 @@ class JournalOpening:
     _lock_fd: int | None
     _segment: int
     _size: int
+    _allocated: int
     _last_at: int
     _last_frame: tuple[int, int, int] | None
     _transcript_length: int
@@ -134,8 +135,10 @@ class JournalOpening:
         # cache holds. Make what recovery accepted durable before anything is built on it,
         # unless the last writer closed healthy at exactly this size (synced_mark.py).
         synced = take_synced_mark(self._fd)
-        if synced != self._size or scan.torn is not None:
+        if synced != self._allocated or scan.torn is not None:
             os.fdatasync(self._fd)
+        if scan.unused:  # the zeros the last writer kept after its frames: written over next
+            self._size = self._allocated - scan.unused
         self._flushed = self._size
         if (
             scan.end is not None
@@ -145,7 +148,7 @@ class JournalOpening:
             raise JournalError(
                 f"{final.path}: size {self._size} after recovery, expected {scan.end.offset}"
             )
-        digests = digest_segments(segments, verified)  # reads only what the pass did not
+        digests = digest_segments(segments, verified, self._size)  # reads only what is new
         if digests[-1].length != self._size:
             raise JournalError(f"{final.path}: size changed during recovery")
         self._history, self._segment_crc = digests[:-1], digests[-1].crc
@@ -233,9 +236,9 @@ class JournalOpening:
             os.close(fd)
 
     def _open_segment(self, first_seq: int, path: Path) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)  # the writer writes at its own offsets
         if self._fd is not None:
             os.close(self._fd)
         self._fd = fd
         self._segment = first_seq
-        self._size = os.fstat(fd).st_size
+        self._size = self._allocated = os.fstat(fd).st_size

@@ -35,7 +35,6 @@ from brain.journal.frames import (
 SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
 TEMP_SUFFIX = ".tmp"
 READ_CHUNK = 1 << 20
-SECTOR = 512
 MIN_ZERO_RUN = 16
 
 
@@ -199,23 +198,28 @@ def _zero_run_start(fd: int, pos: int, size: int) -> int:
     return pos
 
 
-def _zeroed_from_sector(fd: int, pos: int, limit: int, size: int, min_run: int) -> bool:
-    """Whether, from some sector boundary b with pos <= b < limit, the file reads as zeros to
-    its end (at least `min_run` bytes unless b == pos). That is the mark a crash leaves when a
-    file's size reached the disk before all of its data did: whole sectors of zeros at the end.
+def _zeroed_within(zero_from: int, pos: int, limit: int, size: int, min_run: int) -> bool:
+    """Whether the file reads as zeros from `zero_from`, some offset in [pos, limit), to its
+    end (at least `min_run` bytes unless it is `pos`).
+
+    Two writes leave that mark on a frame whose checksum fails. A crash, when a file's size
+    reached the disk before all of its data did: zeros to the end. And a batch that a live
+    writer is still copying into the zeros it keeps after its frames (writer.py), which a
+    reader may see cut at any byte: the writer keeps at least MIN_SLACK_BYTES of zeros after a
+    batch, so they run on well past the cut. A committed frame that fails its checksum is
+    refused unless its bytes read as zeros from some point inside it to the end of the file.
     """
-    zero_from = _zero_run_start(fd, pos, size)
     if zero_from <= pos:
         return True
-    boundary = -(-zero_from // SECTOR) * SECTOR
-    return boundary < limit and size - boundary >= min_run
+    return zero_from < limit and size - zero_from >= min_run
 
 
 class JournalScan:
     """Iterate the frames of complete batches from `start` (or the first segment) to the end.
 
     After iteration: `last_seq`, `end` (cursor after the last complete batch), `torn` (a
-    `Torn` when the last segment ends in an unfinished write, else None), and counters.
+    `Torn` when the last segment ends in an unfinished write, else None), `unused` (zeros
+    after the last batch of the last segment, the room a writer keeps), and counters.
     `decode=True` also decodes each payload into `frame.record` (checked against its header).
     The scanner never writes: it is safe beside a writer in another process, because bytes
     of a batch the writer has not finished are, to it, simply not there yet.
@@ -236,6 +240,7 @@ class JournalScan:
         self.last_seq = start.seq - 1 if start else 0
         self.end: Cursor | None = start
         self.torn: Torn | None = None
+        self.unused = 0  # bytes of zeros after the last batch of the last segment (writer.py)
         self.frames = 0
         self.batches = 0
         self.bytes = 0
@@ -314,7 +319,10 @@ class JournalScan:
                     break
             fields = unpack(buf, rel)
             if fields is None:
-                if _zeroed_from_sector(fd, pos, pos + hsize, size, 1):
+                zero_from = _zero_run_start(fd, pos, size)
+                if zero_from <= pos and not batch:
+                    problem = ("unused", "zeros after the last batch")
+                elif _zeroed_within(zero_from, pos, pos + hsize, size, 1):
                     problem = ("incomplete", "zero-filled tail")
                 else:
                     problem = ("corrupt", "frame header checksum mismatch")
@@ -338,7 +346,7 @@ class JournalScan:
                     break
             payload = buf[rel + hsize : rel + hsize + length]
             if checksum(payload) != payload_crc:
-                if _zeroed_from_sector(fd, pos, end, size, MIN_ZERO_RUN):
+                if _zeroed_within(_zero_run_start(fd, pos, size), pos, end, size, MIN_ZERO_RUN):
                     problem = ("incomplete", "torn frame (zeroed sector)")
                 else:
                     problem = ("corrupt", "payload checksum mismatch")
@@ -369,6 +377,9 @@ class JournalScan:
         if problem is None:
             return
         kind, reason = problem
+        if kind == "unused" and final:
+            self.unused = size - pos  # a writer's room for its next batches: nothing to repair
+            return
         if kind == "corrupt":
             raise CorruptJournal(path, pos, expected, reason)
         if not final:

@@ -1,10 +1,18 @@
 """The journal writer: the only code that appends, rolls segments or truncates a torn tail.
 
 One writer per journal (an exclusive `flock` on the journal directory enforces it). `append`
-turns a list of records into one batch: one `write` and one `fdatasync`, the last frame flagged
+turns a list of records into one batch: one write and one `fdatasync`, the last frame flagged
 as the end of the batch, so a batch is either wholly committed or, after a crash, wholly
 dropped. A failed write or fdatasync poisons the writer (see `WriterBroken`). How it opens a
 journal (lock, recovery, the CRC pass of `verify`) is in opening.py.
+
+The last segment keeps written zeros after its frames (`ROOM_BYTES`, its room), and each batch
+is written over them. An `fdatasync` after a write that makes the file longer must also commit
+the new size in the file system's own journal; one after a write into bytes already on disk
+need not: a commit took 0.37–0.38 ms against 0.46 ms appending, measured in a running server.
+The room stays when the writer closes (under the default release policy the session's next
+turn opens it again) and is cut off before a roll, so only the last segment has one; readers
+and recovery tell it from history (segments.py).
 """
 
 from __future__ import annotations
@@ -52,6 +60,11 @@ from brain.journal.synced_mark import mark_synced
 log = logging.getLogger("brain.journal")
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
+ROOM_BYTES = 16 << 10
+"""Zeros written ahead at a time after the last segment's frames: a text turn writes ~3 KiB."""
+MIN_SLACK_BYTES = 512
+"""Zeros always left after a batch: a reader that meets a batch still being copied in sees it
+end in zeros (segments.py, the torn-write rules)."""
 CHECKPOINT_NAME = "checkpoint"
 CHECKPOINT_RECORDS = 64
 CHECKPOINT_BYTES = 256 << 10
@@ -82,7 +95,8 @@ class JournalWriter(JournalOpening):
         self._fd: int | None = None
         self._lock_fd: int | None = None
         self._segment = 0
-        self._size = 0
+        self._size = 0  # where the open segment's frames end
+        self._allocated = 0  # the open segment file's size: _size and the zeros after it
         self._last_at = 0
         self._last_frame: tuple[int, int, int] | None = None  # segment, offset, payload crc
         self._transcript_length = 0
@@ -176,11 +190,9 @@ class JournalWriter(JournalOpening):
             self._roll(first)
         base = self._size
         try:
-            written = os.write(self._fd, data)
-            if written != len(data):
-                view = memoryview(data)[written:]
-                while view:
-                    view = view[os.write(self._fd, view) :]
+            if base + len(data) + MIN_SLACK_BYTES > self._allocated:
+                self._make_room(base + len(data))
+            _write_at(self._fd, data, base)
             if _test_fdatasync is None:
                 os.fdatasync(self._fd)
             else:
@@ -214,9 +226,21 @@ class JournalWriter(JournalOpening):
             before = _length_before(committed, i, self._transcript_length)
             self._index.append(SeekPoint(first + i, self._segment, base + offsets[i], before))
 
+    def _make_room(self, end: int) -> None:
+        """Write zeros after `end`, flushed with the batch that needed them."""
+        target = max(end + MIN_SLACK_BYTES, min(end + ROOM_BYTES, self.segment_bytes))
+        _write_at(self._fd, bytes(target - self._allocated), self._allocated)
+        self._allocated = target
+
     def _roll(self, first_seq: int) -> None:
         closed = SegmentDigest(self._segment, self._size, self._segment_crc)
         try:
+            if self._allocated > self._size:
+                # Cut, durably, before the next segment exists: only the last one may end in
+                # zeros (recovery refuses them anywhere else).
+                os.ftruncate(self._fd, self._size)
+                os.fdatasync(self._fd)
+                self._allocated = self._size
             path = create_segment(self.journal_dir, first_seq)
             self._open_segment(first_seq, path)
             self._flushed = self._size  # create_segment flushed its header
@@ -277,7 +301,7 @@ class JournalWriter(JournalOpening):
         flushed through its size, which spares the next open a flush (synced_mark.py)."""
         if self._fd is not None:
             if self._broken is None and self._flushed == self._size:
-                mark_synced(self._fd, self._size)
+                mark_synced(self._fd, self._allocated)  # the zeros were flushed with a batch
             os.close(self._fd)
             self._fd = None
         if self._lock_fd is not None:
@@ -321,6 +345,13 @@ def _drop_unsynced(fd: int, base: int, journal_dir: Path) -> None:
         os.fdatasync(fd)
     except OSError as exc:
         log.error("%s: could not cut the failed batch at byte %d: %s", journal_dir, base, exc)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def _length_before(records: list[dict[str, Any]], index: int, length: int) -> int:

@@ -113,11 +113,15 @@ def test_writer_cuts_a_batch_whose_fdatasync_failed(tmp_path: Path,
     journal_dir = tmp_path / "s1" / "journal"
     writer = JournalWriter.open(journal_dir)
     writer.append([{"kind": "kv_put", "key": "a", "value": 1}])
-    size = sum(p.stat().st_size for p in journal_dir.iterdir())
+    scan = JournalScan(journal_dir)
+    [first] = list(scan)
+    [segment] = journal_dir.iterdir()
+    before = segment.read_bytes()[:scan.end.offset]
     trigger.write_text("s1")
     with pytest.raises(WriterBroken):
         writer.append([{"kind": "kv_put", "key": "b", "value": 2}])
-    assert sum(p.stat().st_size for p in journal_dir.iterdir()) == size
+    # Cut at the batch's start, with the room the writer kept after its frames (writer.py).
+    assert segment.read_bytes() == before
     with pytest.raises(WriterBroken):  # never retried, never believed
         writer.append([{"kind": "kv_put", "key": "c", "value": 3}])
     writer.close()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from brain.journal import JournalWriter
+from brain.journal.segments import JournalScan
 
 CONFIG = {
     "agentloop": {"name": "default", "path": "/x/default.wasm"},
@@ -53,3 +55,15 @@ def open_writer(session_dir: Path, **kwargs: Any) -> JournalWriter:
 
 def segments(session_dir: Path) -> list[Path]:
     return sorted((session_dir / "journal").glob("*.seg"))
+
+
+def without_room(session_dir: Path) -> None:
+    """Cut the zeros a writer keeps after the last segment's frames, leaving the journal as a
+    roll leaves a segment: its frames and nothing after (tests that damage or tear the end of
+    a journal start from there)."""
+    scan = JournalScan(session_dir / "journal", decode=False)
+    for _frame in scan:
+        pass
+    if scan.unused:
+        last = segments(session_dir)[-1]
+        os.truncate(last, last.stat().st_size - scan.unused)

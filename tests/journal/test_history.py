@@ -15,7 +15,14 @@ from brain.journal.checkpoint import encode_checkpoint
 from brain.journal.frames import FRAME_HEADER_SIZE
 from brain.journal.history import SegmentDigest, crc_of_file
 from brain.journal.segments import JournalScan
-from tests.journal.helpers import created, delta, message, open_writer, segments
+from tests.journal.helpers import (
+    created,
+    delta,
+    message,
+    open_writer,
+    segments,
+    without_room,
+)
 
 
 def turns_journal(session_dir: Path, turns: int = 4, segment_bytes: int = 64 << 20) -> None:
@@ -30,6 +37,7 @@ def turns_journal(session_dir: Path, turns: int = 4, segment_bytes: int = 64 << 
         writer.append([{"kind": "turn_ended", "started": turn["seq"], "output": f"a{i}"}])
         writer.write_checkpoint(SessionReader(session_dir).projection())
     writer.close()
+    without_room(session_dir)
 
 
 def covered_frames(session_dir: Path) -> list[tuple[Path, int, int]]:
@@ -143,6 +151,7 @@ def test_checksums_kept_across_rolls_and_reopens_match_the_files(tmp_path: Path)
         writer.append([{"kind": "kv_put", "key": f"k{i}", "value": "y" * 300}])
         writer.write_checkpoint(SessionReader(tmp_path).projection())
         writer.close()
+    without_room(tmp_path)
     cp, _ = load_checkpoint(tmp_path / "checkpoint")
     files = segments(tmp_path)
     assert len(cp.history) == len(files) > 3

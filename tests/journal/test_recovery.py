@@ -11,7 +11,14 @@ import pytest
 from brain.journal import CorruptJournal, JournalWriter, SessionReader
 from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
 from brain.journal.segments import JournalScan
-from tests.journal.helpers import created, delta, message, open_writer, segments
+from tests.journal.helpers import (
+    created,
+    delta,
+    message,
+    open_writer,
+    segments,
+    without_room,
+)
 
 
 def frame_offsets(journal_dir: Path) -> list[tuple[Path, int, int, int]]:
@@ -30,6 +37,7 @@ def small_journal(session_dir: Path, last_batch: int = 1) -> None:
     writer.append([{"kind": "kv_put", "key": "k", "value": [1, None, "x"]}])
     writer.append([{"kind": "turn_ended", "started": 3, "output": {"text": "ok"}}] * last_batch)
     writer.close()
+    without_room(session_dir)
 
 
 @pytest.mark.parametrize("last_batch", [1, 3])
@@ -78,15 +86,43 @@ def test_torn_write_truncation_is_logged(tmp_path: Path, caplog: pytest.LogCaptu
     )
 
 
-def test_zero_filled_tail_is_a_torn_write(tmp_path: Path) -> None:
+def test_zeros_after_the_last_batch_are_room_kept_for_the_next(tmp_path: Path) -> None:
+    """A writer keeps zeros after its frames (writer.py); so does a crash that extended the
+    file but wrote nothing of its batch. Neither is history nor damage."""
     small_journal(tmp_path)
     [path] = segments(tmp_path)
     size = path.stat().st_size
-    with open(path, "ab") as out:  # the size reached the disk, the data did not
+    with open(path, "ab") as out:
         out.write(b"\0" * 700)
+    assert SessionReader(tmp_path).projection().last_seq == 5
     writer = JournalWriter.open(tmp_path / "journal", checkpoint_path=None)
-    assert writer.last_seq == 5 and path.stat().st_size == size
+    assert writer.last_seq == 5 and path.stat().st_size == size + 700
+    writer.append([{"kind": "kv_delete", "key": "k"}])  # written over the zeros
     writer.close()
+    assert frame_offsets(tmp_path / "journal")[-1][1] == size  # where the zeros began
+    assert SessionReader(tmp_path).projection().last_seq == 6
+
+
+def test_zeros_after_part_of_a_batch_are_a_torn_write(tmp_path: Path) -> None:
+    small_journal(tmp_path, last_batch=3)
+    frames = frame_offsets(tmp_path / "journal")
+    [path] = segments(tmp_path)
+    batch_start, first_end = frames[-3][1], frames[-3][2]
+    path.write_bytes(path.read_bytes()[:first_end] + b"\0" * 700)  # one frame of three
+    writer = JournalWriter.open(tmp_path / "journal", checkpoint_path=None)
+    assert writer.last_seq == frames[-4][3] and path.stat().st_size == batch_start
+    writer.close()
+
+
+def test_anything_but_zeros_after_the_last_batch_is_refused(tmp_path: Path) -> None:
+    small_journal(tmp_path)
+    [path] = segments(tmp_path)
+    with open(path, "ab") as out:
+        out.write(b"\0" * 300 + b"\x01" + b"\0" * 300)
+    before = path.read_bytes()
+    with pytest.raises(CorruptJournal):
+        JournalWriter.open(tmp_path / "journal", checkpoint_path=None)
+    assert path.read_bytes() == before
 
 
 def test_zeroed_sectors_inside_the_last_frame_are_a_torn_write(tmp_path: Path) -> None:
@@ -94,6 +130,7 @@ def test_zeroed_sectors_inside_the_last_frame_are_a_torn_write(tmp_path: Path) -
     writer.append([created()])
     writer.append([{"kind": "kv_put", "key": "big", "value": "v" * 3000}])
     writer.close()
+    without_room(tmp_path)
     [path] = segments(tmp_path)
     data = bytearray(path.read_bytes())
     frames = frame_offsets(tmp_path / "journal")

@@ -17,7 +17,14 @@ from brain.journal import (
 )
 from brain.journal.checkpoint import encode_checkpoint
 from brain.journal.cli import main
-from tests.journal.helpers import created, delta, message, open_writer, segments
+from tests.journal.helpers import (
+    created,
+    delta,
+    message,
+    open_writer,
+    segments,
+    without_room,
+)
 
 
 @pytest.fixture
@@ -30,6 +37,7 @@ def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     writer.append([{"kind": "turn_started", "input": "hi", "mode": "send"}])
     writer.write_checkpoint(SessionReader(tmp_path / "sessions" / "s1").projection())
     writer.close()
+    without_room(tmp_path / "sessions" / "s1")
     return tmp_path
 
 
@@ -111,3 +119,15 @@ def test_dump(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["dump", "s1"]) == 0
     text = capsys.readouterr().out.splitlines()
     assert len(text) == 13 and "session_created" in text[0] and "Z" in text[0]
+
+
+def test_verify_reports_the_room_after_the_last_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BRAIN_DATA_DIR", str(tmp_path))
+    writer = open_writer(tmp_path / "sessions" / "s2")
+    writer.append([created(seeded=1), delta(0, [message("seed")])])
+    writer.close()
+    assert main(["verify", "s2"]) == 0
+    out = capsys.readouterr().out
+    assert "room        " in out and "torn" not in out and "last_seq    2" in out

@@ -214,6 +214,14 @@ def _zeroed_within(zero_from: int, pos: int, limit: int, size: int, min_run: int
     return zero_from < limit and size - zero_from >= min_run
 
 
+def _rewritten(fd: int, pos: int, seen: bytes) -> bool:
+    """Whether the bytes at `pos` are no longer `seen`: a writer is copying a batch over the
+    room (writer.py). Asked after the zero test, which read the file later than `seen`: a copy
+    runs forward, so if these bytes did not change, nothing after them did before that test.
+    Damage does not move; a write in progress does."""
+    return os.pread(fd, len(seen), pos) != seen
+
+
 class JournalScan:
     """Iterate the frames of complete batches from `start` (or the first segment) to the end.
 
@@ -324,6 +332,8 @@ class JournalScan:
                     problem = ("unused", "zeros after the last batch")
                 elif _zeroed_within(zero_from, pos, pos + hsize, size, 1):
                     problem = ("incomplete", "zero-filled tail")
+                elif _rewritten(fd, pos, buf[rel:rel + hsize]):
+                    problem = ("incomplete", "a batch being written")
                 else:
                     problem = ("corrupt", "frame header checksum mismatch")
                 break
@@ -348,6 +358,8 @@ class JournalScan:
             if checksum(payload) != payload_crc:
                 if _zeroed_within(_zero_run_start(fd, pos, size), pos, end, size, MIN_ZERO_RUN):
                     problem = ("incomplete", "torn frame (zeroed sector)")
+                elif _rewritten(fd, pos, buf[rel:rel + hsize + length]):
+                    problem = ("incomplete", "a batch being written")
                 else:
                     problem = ("corrupt", "payload checksum mismatch")
                 break

@@ -85,3 +85,40 @@ def test_a_rolled_segment_ends_at_its_last_frame(tmp_path: Path) -> None:
     assert SessionReader(tmp_path).projection().last_seq == 21
     writer.close()
     assert JournalWriter.open(tmp_path / "journal", checkpoint_path=None).last_seq == 21
+
+
+def test_readers_beside_a_writer_of_big_batches_never_see_damage(tmp_path: Path) -> None:
+    """A reader's view of a batch being copied over the room changes while it looks: what it
+    checked first may be cut, and by the time it looks further the copy has moved on. That is a
+    write in progress, never damage (it was, once: an SSE stream ended as 'damaged')."""
+    import threading
+
+    writer = open_writer(tmp_path, checkpoint_path=None)
+    writer.append([created()])
+    stop = threading.Event()
+    refused: list[BaseException] = []
+
+    def read_until_stopped() -> None:
+        while not stop.is_set():
+            try:
+                scan = JournalScan(tmp_path / "journal", decode=False)
+                for _frame in scan:
+                    pass
+            except Exception as exc:  # noqa: BLE001 - any refusal fails the test
+                refused.append(exc)
+                return
+
+    readers = [threading.Thread(target=read_until_stopped) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for i in range(60):
+            writer.append([{"kind": "kv_put", "key": f"k{i}", "value": "x" * 300_000},
+                           {"kind": "kv_put", "key": f"s{i}", "value": i}])
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join(timeout=30)
+        writer.close()
+    assert refused == []
+    assert SessionReader(tmp_path).projection().last_seq == 121

@@ -104,10 +104,12 @@ def test_stalled_subscriber_does_not_delay_another_session(brain_server: BrainSe
         assert time.monotonic() - started < 5.0
         # The stalled subscriber is caught up from the journal, not dropped.
         history = s.events(a, after=0)
-        got = []
-        while len(got) < len(history):
-            got += [json.loads(f.data) for f in stalled.events(1, timeout=60)
-                    if f.id is not None]
+        got: list = []
+        deadline = time.monotonic() + 120
+        while len(got) < len(history) and time.monotonic() < deadline:
+            frames = stalled.events(1, timeout=60)
+            assert frames, f"A's stream ended after {len(got)} of {len(history)} Events"
+            got += [json.loads(f.data) for f in frames if f.id is not None]
         assert got == history
     finally:
         stalled.close()

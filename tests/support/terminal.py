@@ -75,3 +75,6 @@ class Terminal:
 def _take_terminal() -> None:
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    # As a shell on a terminal starts a command: a suite started in the background of a
+    # non-interactive shell inherits SIGINT ignored, and Python keeps an ignored SIGINT.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -35,6 +35,7 @@ from brain.journal.frames import (
 SEGMENT_NAME = re.compile(r"^(\d{20})\.seg$")
 TEMP_SUFFIX = ".tmp"
 READ_CHUNK = 1 << 20
+SECTOR = 512
 MIN_ZERO_RUN = 16
 
 
@@ -199,19 +200,20 @@ def _zero_run_start(fd: int, pos: int, size: int) -> int:
 
 
 def _zeroed_within(zero_from: int, pos: int, limit: int, size: int, min_run: int) -> bool:
-    """Whether the file reads as zeros from `zero_from`, some offset in [pos, limit), to its
-    end (at least `min_run` bytes unless it is `pos`).
+    """Whether, from some sector boundary b with pos <= b < limit, the file reads as zeros to
+    its end (at least `min_run` bytes unless b == pos), given `zero_from`, where its trailing
+    zeros start. That is the mark a crash leaves when a file's size reached the disk before all
+    of its data did: whole sectors of zeros at the end. A live writer copying a batch over the
+    room (writer.py) leaves it too while it pauses between pages; a reader that meets the copy
+    inside a page finds the bytes changed when it reads them again (`_rewritten`).
 
-    Two writes leave that mark on a frame whose checksum fails. A crash, when a file's size
-    reached the disk before all of its data did: zeros to the end. And a batch that a live
-    writer is still copying into the zeros it keeps after its frames (writer.py), which a
-    reader may see cut at any byte: the writer keeps at least MIN_SLACK_BYTES of zeros after a
-    batch, so they run on well past the cut. A committed frame that fails its checksum is
-    refused unless its bytes read as zeros from some point inside it to the end of the file.
+    Only from a sector boundary: a committed frame that fails its checksum and merely ends in a
+    zero byte, before the room's zeros, is damage, not a torn write.
     """
     if zero_from <= pos:
         return True
-    return zero_from < limit and size - zero_from >= min_run
+    boundary = -(-zero_from // SECTOR) * SECTOR
+    return boundary < limit and size - boundary >= min_run
 
 
 def _rewritten(fd: int, pos: int, seen: bytes) -> bool:

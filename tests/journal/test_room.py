@@ -6,7 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from brain.journal import JournalWriter, SessionReader
+import pytest
+
+from brain.journal import CorruptJournal, JournalWriter, SessionReader
 from brain.journal import writer as writer_module
 from brain.journal.segments import JournalScan
 from tests.journal.helpers import created, open_writer, segments
@@ -40,36 +42,52 @@ def test_the_last_segment_keeps_zeros_after_its_frames_across_reopens(tmp_path: 
     assert SessionReader(tmp_path).projection().kv == {}
 
 
-def test_a_reader_beside_a_batch_cut_at_any_byte_sees_the_batches_before_it(
-        tmp_path: Path) -> None:
-    """A reader may see a batch half copied over the zeros (a page is read while it is
-    written): that is an unfinished write, never damage."""
+def test_a_batch_cut_at_a_sector_over_the_room_is_a_torn_write(tmp_path: Path) -> None:
+    """What a crash leaves of a batch written over the room, or a reader sees while the writer
+    pauses between pages: its first sectors, then zeros. The batches before it are history."""
     original = tmp_path / "original"
     writer = open_writer(original, checkpoint_path=None)
     writer.append([created()])
     writer.append([{"kind": "kv_put", "key": "a", "value": 1}])
     before = frames_end(original / "journal")
-    writer.append([{"kind": "kv_put", "key": "b", "value": "x" * 700},
-                   {"kind": "kv_put", "key": "c", "value": 0}])
+    writer.append([{"kind": "kv_put", "key": "b", "value": "x" * 3000},
+                   {"kind": "kv_put", "key": "c", "value": "y" * 100}])
     writer.close()
     [path] = segments(original)
     data = path.read_bytes()
     after = frames_end(original / "journal")
-    assert not any(data[after - 1:after])  # the last record ends in a zero byte ("value": 0)
-    for cut in range(before, after):
+    cuts = [before, *range(-(-(before + 1) // 512) * 512, after, 512)]
+    assert len(cuts) >= 6
+    for cut in cuts:
         session = tmp_path / f"cut{cut}"
         shutil.copytree(original, session)
         seg = segments(session)[0]
-        seg.write_bytes(data[:cut] + bytes(len(data) - cut))  # as the writer's file was
-        whole = not any(data[cut:after])  # the last cut lacks only that zero: it is whole
-        assert SessionReader(session).projection().last_seq == (4 if whole else 2), cut
+        seg.write_bytes(data[:cut] + bytes(len(data) - cut))
+        assert SessionReader(session).projection().last_seq == 2, cut
         reopened = JournalWriter.open(session / "journal", checkpoint_path=None)
-        assert reopened.last_seq == (4 if whole else 2)
-        # A torn batch is cut off with the zeros after it; nothing of it written is room.
-        torn = before < cut and not whole
-        assert seg.stat().st_size == (before if torn else len(data))
+        assert reopened.last_seq == 2
+        # Nothing of the batch written is room; some of it is a torn write, cut off.
+        assert seg.stat().st_size == (len(data) if cut == before else before), cut
         reopened.close()
         shutil.rmtree(session)
+
+
+def test_a_last_frame_that_ends_in_a_zero_byte_and_is_damaged_is_refused(
+        tmp_path: Path) -> None:
+    """The room's zeros after it do not make a damaged frame look torn."""
+    writer = open_writer(tmp_path, checkpoint_path=None)
+    writer.append([created()])
+    writer.append([{"kind": "kv_put", "key": "k", "value": 0}])  # its payload ends in 0x00
+    writer.close()
+    [path] = segments(tmp_path)
+    end = frames_end(tmp_path / "journal")
+    data = bytearray(path.read_bytes())
+    assert data[end - 1] == 0 and len(data) > end + 16
+    data[end - 8] ^= 0x40
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptJournal):
+        JournalWriter.open(tmp_path / "journal", checkpoint_path=None)
+    assert path.read_bytes() == bytes(data)
 
 
 def test_a_rolled_segment_ends_at_its_last_frame(tmp_path: Path) -> None:

@@ -28,8 +28,6 @@ log = logging.getLogger(__name__)
 
 MAX_DELTA_BYTES = 16 * 1024
 
-__all__ = ["LivePublisher", "live_dir"]
-
 
 class LivePublisher:
     def __init__(self, data_dir: Path) -> None:

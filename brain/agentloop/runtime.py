@@ -121,7 +121,7 @@ class AgentloopRuntime:
             stopper.attach(activation)
         token = current.set(activation)
         try:
-            with process.running():
+            with process.running(store):
                 ptr, length = self._run(compiled, activation, data)
         finally:
             current.reset(token)

@@ -30,6 +30,7 @@ from typing import Any
 import wasmtime
 
 from brain.agentloop import abi
+from brain.agentloop.direct_call import call_ints
 from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
 from brain.agentloop.memory import GuestMemory, as_u32, check_range
 from brain.agentloop.transcript_echo import TranscriptEcho
@@ -101,7 +102,7 @@ class Activation:
         """Copy data into a fresh guest buffer from brain_alloc; returns its pointer."""
         assert self.alloc is not None
         try:
-            ptr = as_u32(self.alloc(caller, len(data)))
+            ptr = as_u32(call_ints(self.alloc, caller, len(data)))
         except BaseException as exc:  # a trap; see the module docstring for why so broad
             if isinstance(exc, wasmtime.Trap) and exc.trap_code == wasmtime.TrapCode.INTERRUPT:
                 failure = self.interrupted(f"in brain_alloc ({what})")

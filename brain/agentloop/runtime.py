@@ -17,6 +17,7 @@ from typing import Any
 import wasmtime
 
 from brain.agentloop import abi
+from brain.agentloop.direct_call import call_ints
 from brain.agentloop.engine import current_engine
 from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
 from brain.agentloop.guestcall import Activation, GuestCallHandler, StopActivation, current
@@ -140,7 +141,7 @@ class AgentloopRuntime:
             entry = exports["brain_activate"]
             view = GuestMemory(memory, store)  # type: ignore[arg-type]
             ptr = activation.write_buffer(view, store, data, "the activation payload")
-            packed = entry(store, ptr, len(data))  # type: ignore[operator]
+            packed = call_ints(entry, store, ptr, len(data))  # type: ignore[arg-type]
         except BaseException as exc:
             raise self._failure(activation, exc) from None
         return abi.unpack(packed)

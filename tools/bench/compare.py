@@ -5,17 +5,20 @@ Usage: python -m tools.bench.compare [--quick] [--rounds N] [--burst N]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`). One invocation measures, on this machine:
 
-1. Rounds of four arms, in this order each round so that swings of the shared CPU's speed hit
-   Brain and the peer alike (Brain, peer, Brain, peer): Brain's text arm (a real `brain serve`
-   over HTTP, sessions with the default release policy, the scripted 512-byte answer of
-   tools/bench/workload.py: one session's sequential sync turns after a warm-up turn, then 16
-   sessions at once, one thread each), the peer's text arm (tools/bench/peer.py in a
-   subprocess: the same turns on one thread_id, then on 16 thread_ids), Brain's tool arm and the
-   peer's tool arm (16 at once; 2 model rounds of 4 parallel `echo` calls, then the answer).
-   Every concurrent arm, Brain's and the peer's, first runs WARM_UP_TURNS untimed turns per
-   session, all at once: throughput is measured at its steady state (Brain's warm pool grows to the
-   concurrency on first use; the peer's threads make their first checkpoints).
-   Each ratio is taken within a round; the median over rounds is judged.
+1. Rounds of three arms, each run by Brain and by the peer in alternating blocks (BLOCKS per
+   side; Brain first in even blocks, the peer first in odd ones), so that the shared CPU's
+   swings of speed, which last about a minute, hit Brain and the peer alike: the sequential
+   text arm (one session's sync turns after a warm-up turn), the text arm with 16 sessions at
+   once (one thread each) and the tool arm with 16 at once (2 model rounds of 4 parallel `echo`
+   calls, then the answer). Brain is a real `brain serve` over HTTP, sessions with the default
+   release policy and the scripted 512-byte answer of tools/bench/workload.py; the peer is
+   tools/bench/peer.py in a subprocess (`--serve`), the same turns on LangGraph thread_ids, one
+   database per arm. Each block continues the previous block's conversations; a concurrent
+   arm's rate is its turns over its seconds, summed over its blocks (each block timed from its
+   start to its last completion). Every concurrent arm, Brain's and the peer's, first runs
+   WARM_UP_TURNS untimed turns per session, all at once: throughput is measured at its steady
+   state (Brain's warm pool grows to the concurrency on first use; the peer's threads make their
+   first checkpoints). Each ratio is taken within a round; the median over rounds is judged.
 2. The fsync ceiling: the raw write+fdatasync rate of Brain's data dir (each round) and the
    commits per text turn counted from the journals of the 16 concurrent sessions.
 3. A released session's turn against a resident one's (tools/bench/sessions.py), alternating.
@@ -39,7 +42,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,16 @@ peer's): Brain's warm pool grows to the concurrency over the first few rounds (a
 actor is still out waits for one to come back, or for a fork), so one round left forks inside
 the timed run."""
 DEADLINE_SECS = 600.0
+BLOCKS = 4
+"""Each arm of a round runs as up to this many blocks per side, Brain's and the peer's in
+alternation: the CPU of this shared machine changes speed from one minute to the next, and an
+arm that ran whole after the other's could meet another speed."""
+
+
+def blocks_of(turns: int) -> tuple[int, int]:
+    """(blocks, turns per block): the most blocks up to BLOCKS that divide `turns` evenly."""
+    blocks = next(b for b in range(min(BLOCKS, turns), 0, -1) if turns % b == 0)
+    return blocks, turns // blocks
 
 
 @dataclass(frozen=True)
@@ -97,53 +110,126 @@ class Round:
         return self.brain_text_rate / (self.fsync_rate / self.commits_per_turn)
 
 
-def run_peer(arm: str, turns: int, per_session: int, durability: str) -> dict[str, Any]:
-    env = {**os.environ, "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "tools.bench.peer", "--json", "--arm", arm, "--turns", str(turns),
-         "--sessions", str(SESSIONS), "--per-session", str(per_session),
-         "--durability", durability],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=DEADLINE_SECS)
-    if proc.returncode != 0:
-        raise SystemExit(f"peer {arm} arm failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+class Peer:
+    """The LangGraph peer (`tools.bench.peer --serve`) in a subprocess, run block by block."""
+
+    def __init__(self, durability: str) -> None:
+        env = {**os.environ, "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "tools.bench.peer", "--serve", "--sessions", str(SESSIONS),
+             "--durability", durability],
+            cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._read()  # ready
+
+    def _read(self) -> dict[str, Any]:
+        line = self._proc.stdout.readline() if self._proc.stdout else ""
+        if not line:
+            raise SystemExit(f"the peer exited (status {self._proc.wait(timeout=10)})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise SystemExit(f"the peer failed: {answer['error']}")
+        return answer
+
+    def ask(self, **request: Any) -> dict[str, Any]:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps(request) + "\n")
+        self._proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait(timeout=10)
 
 
-def brain_text(server: BrainServer, profile: Profile) -> tuple[float, float, float, list[str]]:
-    """(p50 s, concurrent turns/s, commits per turn, hung turns) of the text arm."""
-    deadline = time.monotonic() + DEADLINE_SECS
-    sid = server.create_session(model=TEXT_MODEL)["id"]
-    server.send(sid, "warm-up")
-    latencies, hung = sequential_turns(server, sid, profile.turns, deadline)
-    ids = [server.create_session(model=TEXT_MODEL)["id"] for _ in range(SESSIONS)]
-    concurrent_turns(server, ids, WARM_UP_TURNS, deadline)  # untimed: the pool grows to 16
-    run = concurrent_turns(server, ids, profile.per_session, deadline)
+@dataclass
+class Rate:
+    """Turns and seconds summed over the blocks of one side's concurrent arm."""
+
+    turns: int = 0
+    elapsed: float = 0.0
+    hung: list[str] = field(default_factory=list)
+
+    def add(self, turns: int, elapsed: float) -> None:
+        self.turns += turns
+        self.elapsed += elapsed
+
+    @property
+    def per_sec(self) -> float:
+        return self.turns / self.elapsed if self.elapsed > 0 else 0.0
+
+
+def brain_block(server: BrainServer, ids: list[str], per_session: int, rate: Rate,
+                what: str) -> None:
+    run = concurrent_turns(server, ids, per_session, time.monotonic() + DEADLINE_SECS)
     if run.errors:
-        raise SystemExit(f"Brain text arm failed: {run.errors[0]!r}")
-    commits = batches(server, ids)
-    return (percentile(latencies, 0.5), run.rate,
-            statistics.fmean(commits) if commits else float("nan"), hung + run.hung)
+        raise SystemExit(f"Brain {what} arm failed: {run.errors[0]!r}")
+    rate.add(run.turns, run.elapsed)
+    rate.hung += run.hung
 
 
-def brain_tools(server: BrainServer, profile: Profile) -> tuple[float, list[str]]:
-    deadline = time.monotonic() + DEADLINE_SECS
-    ids = [server.create_session(model=TOOL_MODEL, tools=["echo"])["id"]
-           for _ in range(SESSIONS)]
-    concurrent_turns(server, ids, WARM_UP_TURNS, deadline)  # untimed, as the peer's
-    run = concurrent_turns(server, ids, profile.tool_per_session, deadline)
-    if run.errors:
-        raise SystemExit(f"Brain tool arm failed: {run.errors[0]!r}")
-    return run.rate, run.hung
+def alternate(blocks: int, brain: Any, peer: Any) -> None:
+    """`blocks` blocks of each side, Brain first in even blocks and the peer first in odd ones:
+    neither side always runs right after the other's load."""
+    for block in range(blocks):
+        for side in ((brain, peer) if block % 2 == 0 else (peer, brain)):
+            side()
 
 
 def one_round(server: BrainServer, profile: Profile, durability: str, n: int) -> Round:
+    """Brain's arms and the peer's, block by block in alternation (BLOCKS blocks per arm)."""
     fsync_rate = raw_fdatasync_rate(server.data_dir)
-    brain_p50, brain_rate, commits, hung = brain_text(server, profile)
-    peer = run_peer("text", profile.turns, profile.per_session, durability)
-    brain_tool_rate, tool_hung = brain_tools(server, profile)
-    peer_tools = run_peer("tools", 0, profile.tool_per_session, durability)
-    r = Round(brain_p50, brain_rate, peer["p50"], peer["turns_per_sec"], brain_tool_rate,
-              peer_tools["turns_per_sec"], fsync_rate, commits, hung + tool_hung)
+    peer = Peer(durability)
+    try:
+        sid = server.create_session(model=TEXT_MODEL)["id"]
+        server.send(sid, "warm-up")
+        peer.ask(op="warm_up", arm="text", turns=WARM_UP_TURNS)
+        brain_lat: list[float] = []
+        peer_lat: list[float] = []
+        hung: list[str] = []
+
+        blocks, each = blocks_of(profile.turns)
+
+        def brain_sequential() -> None:
+            latencies, stuck = sequential_turns(server, sid, each,
+                                                time.monotonic() + DEADLINE_SECS)
+            brain_lat.extend(latencies)
+            hung.extend(stuck)
+
+        alternate(blocks, brain_sequential, lambda: peer_lat.extend(
+            peer.ask(op="sequential", turns=each)["latencies"]))
+
+        rates = {arm: (Rate(), Rate()) for arm in ("text", "tools")}
+        for arm, model, tools, per_session in (
+                ("text", TEXT_MODEL, [], profile.per_session),
+                ("tools", TOOL_MODEL, ["echo"], profile.tool_per_session)):
+            ids = [server.create_session(model=model, tools=tools)["id"]
+                   for _ in range(SESSIONS)]
+            concurrent_turns(server, ids, WARM_UP_TURNS, time.monotonic() + DEADLINE_SECS)
+            if arm == "tools":
+                peer.ask(op="warm_up", arm="tools", turns=WARM_UP_TURNS)
+            brain_rate, peer_rate = rates[arm]
+            blocks, each = blocks_of(per_session)
+            alternate(
+                blocks,
+                lambda ids=ids, arm=arm, each=each, rate=brain_rate:
+                    brain_block(server, ids, each, rate, arm),
+                lambda arm=arm, each=each, rate=peer_rate:
+                    rate.add(**peer.ask(op="concurrent", arm=arm, per_session=each)))
+            if arm == "text":
+                commits = batches(server, ids)
+    finally:
+        peer.close()
+    brain_text, peer_text = rates["text"]
+    brain_tools, peer_tools = rates["tools"]
+    r = Round(percentile(brain_lat, 0.5), brain_text.per_sec, percentile(peer_lat, 0.5),
+              peer_text.per_sec, brain_tools.per_sec, peer_tools.per_sec, fsync_rate,
+              statistics.fmean(commits) if commits else float("nan"),
+              hung + brain_text.hung + brain_tools.hung)
     print(f"round {n}: text p50 Brain {r.brain_p50 * 1000:.1f} ms, peer {r.peer_p50 * 1000:.1f} "
           f"ms; text x{SESSIONS} Brain {r.brain_text_rate:.1f}, peer {r.peer_text_rate:.1f} "
           f"turns/s; tools x{SESSIONS} Brain {r.brain_tool_rate:.1f}, peer "

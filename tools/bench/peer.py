@@ -2,6 +2,7 @@
 
 Usage: python -m tools.bench.peer [--arm text|tools] [--turns 200] [--sessions 16]
                                   [--per-session 20] [--durability async|sync|exit] [--json]
+       python -m tools.bench.peer --serve [--sessions 16] [--durability ...]
 
 Needs the `bench` extra (`pip install -e '.[bench]'`: langgraph, langgraph-checkpoint-sqlite).
 What it runs, as a LangGraph application would: one compiled `StateGraph(MessagesState)` with a
@@ -19,6 +20,10 @@ Workloads (the same as tools/bench/turns.py drives against Brain): after one war
 driving its own thread_id for three untimed warm-up turns, all at once, and then for
 `--per-session` turns (turns/s up to the last completion).
 `--json` prints one JSON object instead of text, for compare.py.
+
+`--serve` keeps both arms' graphs and databases open and runs blocks of those workloads on
+request, one JSON object per line each way (`PeerArms`): tools/bench/compare.py alternates such
+blocks with Brain's, so that a minute of slower CPU slows both sides instead of one.
 """
 
 from __future__ import annotations
@@ -187,6 +192,100 @@ def measure(arm: str, turns: int, sessions: int, per_session: int,
             "tool_calls_per_turn": tool_rounds * CALLS_PER_ROUND}
 
 
+class PeerArms:
+    """Both arms on their own fresh databases, kept open between blocks of turns.
+
+    The sequential turns of the text arm go to one thread_id and the concurrent turns of each
+    arm to `sessions` thread_ids, so each block continues the conversations of the last one,
+    as the one-shot `measure` does in a single run."""
+
+    def __init__(self, durability: str, sessions: int) -> None:
+        self.sessions = sessions
+        self._tmp = tempfile.TemporaryDirectory(prefix="brain-bench-peer-")
+        self._savers: list[SqliteSaver] = []
+        self._runners: dict[str, Callable[[str, str], None]] = {}
+        for arm, rounds in (("text", 0), ("tools", TOOL_ROUNDS)):
+            saver = open_saver(Path(self._tmp.name) / f"{arm}.sqlite")
+            self._savers.append(saver)
+            self._runners[arm] = turn_runner(build_graph(saver, rounds), durability, rounds)
+        self._turns = 0
+
+    def close(self) -> None:
+        for saver in self._savers:
+            saver.conn.close()
+        self._tmp.cleanup()
+
+    def _text(self) -> str:
+        self._turns += 1
+        return f"turn {self._turns}"
+
+    def warm_up(self, arm: str, turns: int) -> None:
+        """Untimed: one sequential turn (text arm) and `turns` per thread_id, all at once."""
+        if arm == "text":
+            self._runners["text"]("sequential", "warm-up")
+        self.concurrent(arm, turns)
+
+    def sequential(self, turns: int) -> list[float]:
+        """Seconds of each of `turns` text turns on the sequential thread_id."""
+        run_turn, latencies = self._runners["text"], []
+        for _ in range(turns):
+            start = time.perf_counter()
+            run_turn("sequential", self._text())
+            latencies.append(time.perf_counter() - start)
+        return latencies
+
+    def concurrent(self, arm: str, per_session: int) -> dict[str, Any]:
+        """`per_session` turns on each of the arm's thread_ids, one thread each, all at once:
+        the turns completed and the seconds from the start to the last completion."""
+        run_turn, finished, errors = self._runners[arm], [], []
+
+        def drive(thread_id: str) -> None:
+            try:
+                for _ in range(per_session):
+                    run_turn(thread_id, self._text())
+                    finished.append(time.perf_counter())
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=drive, args=(f"{arm}-{n}",))
+                   for n in range(self.sessions)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=DEADLINE_SECS)
+        if errors:
+            raise RuntimeError(f"peer {arm} arm failed: {errors[0]!r}")
+        return {"turns": len(finished),
+                "elapsed": (max(finished) if finished else time.perf_counter()) - start}
+
+
+def serve(durability: str, sessions: int) -> None:
+    """Answer JSON requests on stdin, one per line, until it closes: `{"op": "warm_up", "arm",
+    "turns"}`, `{"op": "sequential", "turns"}` and `{"op": "concurrent", "arm", "per_session"}`,
+    each answered by one JSON line (`{"error": ...}` when it failed)."""
+    import sys
+
+    arms = PeerArms(durability, sessions)
+    try:
+        print(json.dumps({"ready": True}), flush=True)
+        for line in sys.stdin:
+            request = json.loads(line)
+            try:
+                if request["op"] == "warm_up":
+                    arms.warm_up(request["arm"], request["turns"])
+                    answer: dict[str, Any] = {}
+                elif request["op"] == "sequential":
+                    answer = {"latencies": arms.sequential(request["turns"])}
+                else:
+                    answer = arms.concurrent(request["arm"], request["per_session"])
+            except Exception as exc:
+                answer = {"error": repr(exc)}
+            print(json.dumps(answer), flush=True)
+    finally:
+        arms.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--arm", choices=("text", "tools"), default="text")
@@ -195,7 +294,12 @@ def main() -> None:
     parser.add_argument("--per-session", type=int, default=20)
     parser.add_argument("--durability", choices=("async", "sync", "exit"), default="async")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--serve", action="store_true",
+                        help="run blocks of turns on request (tools/bench/compare.py)")
     args = parser.parse_args()
+    if args.serve:
+        serve(args.durability, args.sessions)
+        return
     result = measure(args.arm, args.turns, args.sessions, args.per_session, args.durability)
     if args.json:
         print(json.dumps(result))

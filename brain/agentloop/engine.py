@@ -12,7 +12,8 @@ Why it is built this way (stack hazards, docs/architecture.md):
   thread twice for every activation of a busy actor process (once to start ticking, once to
   stop), each time taking the interpreter lock from the work at hand; now it wakes about once
   a second, and not at all while nothing is armed. Arming never wakes it unless the new
-  deadline is due before it looks again. A guest still traps at its deadline, to the tick.
+  deadline is due before it looks again. A guest still traps one or two ticks after its
+  deadline, as when the epoch was ticked.
 - A cancelled activation is stopped the same way, early: the engine counts the epoch itself, so
   it knows the epoch at which a store was armed to trap, and the ticker advances the epoch to it
   at once (`advance_to`). That costs about a microsecond a tick (≤ 0.2 s for the default 1800 s
@@ -76,7 +77,8 @@ class ProcessEngine:
 
     @contextmanager
     def running(self, store: wasmtime.Store) -> Iterator[None]:
-        """While `store`'s activation runs; afterwards its deadline needs no tick."""
+        """While `store`'s activation runs (arm it inside); afterwards its deadline needs no
+        tick."""
         try:
             yield
         finally:

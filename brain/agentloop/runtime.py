@@ -117,15 +117,15 @@ class AgentloopRuntime:
             arm=lambda: process.arm(store, deadline),
             advance_to=process.advance_to,
         )
-        activation.rearm()
-        if stopper is not None:
-            stopper.attach(activation)
-        token = current.set(activation)
-        try:
-            with process.running(store):
+        with process.running(store):  # the store's deadline is forgotten however this ends
+            activation.rearm()
+            if stopper is not None:
+                stopper.attach(activation)
+            token = current.set(activation)
+            try:
                 ptr, length = self._run(compiled, activation, data)
-        finally:
-            current.reset(token)
+            finally:
+                current.reset(token)
         return self._result(activation, ptr, length)
 
     def _run(

@@ -134,77 +134,44 @@ def turn_runner(graph: Any, durability: str, tool_rounds: int) -> Callable[[str,
 def measure(arm: str, turns: int, sessions: int, per_session: int,
             durability: str, warm_up_turns: int = 3) -> dict[str, Any]:
     """Run the workload on a fresh database; latencies in seconds."""
-    tool_rounds = TOOL_ROUNDS if arm == "tools" else 0
-    with tempfile.TemporaryDirectory(prefix="brain-bench-peer-") as tmp:
-        saver = open_saver(Path(tmp) / "checkpoints.sqlite")
-        try:
-            run_turn = turn_runner(build_graph(saver, tool_rounds), durability, tool_rounds)
-            run_turn("sequential", "warm-up")
-            deadline = time.monotonic() + DEADLINE_SECS
-            latencies: list[float] = []
-            for i in range(turns):
-                if time.monotonic() > deadline:
-                    break
-                start = time.perf_counter()
-                run_turn("sequential", f"turn {i}")
-                latencies.append(time.perf_counter() - start)
-
-            finished: list[float] = []
-            errors: list[BaseException] = []
-
-            def drive(thread_id: str) -> None:
-                try:
-                    for i in range(per_session):
-                        if time.monotonic() > deadline:
-                            raise TimeoutError("benchmark deadline")
-                        run_turn(thread_id, f"parallel {i}")
-                        finished.append(time.perf_counter())
-                except BaseException as exc:  # reported by the caller
-                    errors.append(exc)
-
-            # Untimed concurrent turns per thread first, as Brain's arm gets per session.
-            def warm_up(thread_id: str) -> None:
-                for i in range(warm_up_turns):
-                    run_turn(thread_id, f"warm-up {i}")
-
-            warm = [threading.Thread(target=warm_up, args=(f"thread-{n}",))
-                    for n in range(sessions)]
-            for t in warm:
-                t.start()
-            for t in warm:
-                t.join(timeout=DEADLINE_SECS)
-            threads = [threading.Thread(target=drive, args=(f"thread-{n}",))
-                       for n in range(sessions)]
-            start = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=DEADLINE_SECS)
-            elapsed = (max(finished) if finished else time.perf_counter()) - start
-        finally:
-            saver.conn.close()
-    if errors:
-        raise SystemExit(f"peer benchmark failed: {errors[0]!r}")
+    arms = PeerArms(durability, sessions, arms=(arm,))
+    try:
+        arms.runner(arm)("sequential", "warm-up")
+        latencies = arms.sequential(turns, arm)
+        # Untimed concurrent turns per thread first, as Brain's arm gets per session.
+        arms.concurrent(arm, warm_up_turns)
+        run = arms.concurrent(arm, per_session)
+    except RuntimeError as exc:
+        raise SystemExit(f"peer benchmark failed: {exc}") from None
+    finally:
+        arms.close()
+    elapsed = run["elapsed"]
     return {"arm": arm, "durability": durability, "latencies": latencies,
             "p50": percentile(latencies, 0.5), "p99": percentile(latencies, 0.99),
-            "turns": len(finished), "elapsed": elapsed,
-            "turns_per_sec": len(finished) / elapsed if elapsed > 0 else 0.0,
-            "tool_calls_per_turn": tool_rounds * CALLS_PER_ROUND}
+            "turns": run["turns"], "elapsed": elapsed,
+            "turns_per_sec": run["turns"] / elapsed if elapsed > 0 else 0.0,
+            "tool_calls_per_turn": (TOOL_ROUNDS if arm == "tools" else 0) * CALLS_PER_ROUND}
 
 
 class PeerArms:
-    """Both arms on their own fresh databases, kept open between blocks of turns.
+    """The arms (by default both) on their own fresh databases, kept open between blocks.
 
-    The sequential turns of the text arm go to one thread_id and the concurrent turns of each
-    arm to `sessions` thread_ids, so each block continues the conversations of the last one,
-    as the one-shot `measure` does in a single run."""
+    The sequential turns go to one thread_id and the concurrent turns of each arm to
+    `sessions` thread_ids, so each block continues the conversations of the last one. No turn
+    starts after DEADLINE_SECS from opening: the sequential loop stops, a concurrent one
+    fails."""
 
-    def __init__(self, durability: str, sessions: int) -> None:
+    ROUNDS = {"text": 0, "tools": TOOL_ROUNDS}
+
+    def __init__(self, durability: str, sessions: int,
+                 arms: tuple[str, ...] = ("text", "tools")) -> None:
         self.sessions = sessions
+        self.deadline = time.monotonic() + DEADLINE_SECS
         self._tmp = tempfile.TemporaryDirectory(prefix="brain-bench-peer-")
         self._savers: list[SqliteSaver] = []
         self._runners: dict[str, Callable[[str, str], None]] = {}
-        for arm, rounds in (("text", 0), ("tools", TOOL_ROUNDS)):
+        for arm in arms:
+            rounds = self.ROUNDS[arm]
             saver = open_saver(Path(self._tmp.name) / f"{arm}.sqlite")
             self._savers.append(saver)
             self._runners[arm] = turn_runner(build_graph(saver, rounds), durability, rounds)
@@ -215,8 +182,11 @@ class PeerArms:
             saver.conn.close()
         self._tmp.cleanup()
 
+    def runner(self, arm: str) -> Callable[[str, str], None]:
+        return self._runners[arm]
+
     def _text(self) -> str:
-        self._turns += 1
+        self._turns += 1  # a label only: threads may race on it
         return f"turn {self._turns}"
 
     def warm_up(self, arm: str, turns: int) -> None:
@@ -225,10 +195,12 @@ class PeerArms:
             self._runners["text"]("sequential", "warm-up")
         self.concurrent(arm, turns)
 
-    def sequential(self, turns: int) -> list[float]:
-        """Seconds of each of `turns` text turns on the sequential thread_id."""
-        run_turn, latencies = self._runners["text"], []
+    def sequential(self, turns: int, arm: str = "text") -> list[float]:
+        """Seconds of each of `turns` turns on the sequential thread_id."""
+        run_turn, latencies = self._runners[arm], []
         for _ in range(turns):
+            if time.monotonic() > self.deadline:
+                break
             start = time.perf_counter()
             run_turn("sequential", self._text())
             latencies.append(time.perf_counter() - start)
@@ -242,6 +214,8 @@ class PeerArms:
         def drive(thread_id: str) -> None:
             try:
                 for _ in range(per_session):
+                    if time.monotonic() > self.deadline:
+                        raise TimeoutError("benchmark deadline")
                     run_turn(thread_id, self._text())
                     finished.append(time.perf_counter())
             except BaseException as exc:  # reported below

@@ -48,6 +48,11 @@ class Backlog:
         entry.append((msg, sender, time.monotonic()))
         return True
 
+    def owes_run(self, session_id: str) -> bool:
+        """True when the session's admitted turn already waits here for an actor."""
+        return any(isinstance(msg.command, RunAdmitted)
+                   for msg, _, _ in self._sessions.get(session_id, ()))
+
     def put_first(self, session_id: str, waiting: Waiting) -> None:
         """Commands that waited for the session's previous actor to let go: first in line."""
         now = time.monotonic()

@@ -79,8 +79,11 @@ class RunAdmitted(Message):
 @dataclass(frozen=True)
 class AdmittedTurns(Message):
     """Web → registry: sessions whose turns a web worker admitted (one `RunAdmitted` each),
-    batched: a burst's admissions cost the registry a few messages, not one each."""
+    batched: a burst's admissions cost the registry a few messages, not one each. The registry
+    answers `Reply(request_id)` once it holds them; the worker sends again until it does, so a
+    batch may arrive twice (a repeat is harmless: see Registry.receiveMsg_AdmittedTurns)."""
 
+    request_id: str
     session_ids: tuple[str, ...]
 
 

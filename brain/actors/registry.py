@@ -144,9 +144,15 @@ class Registry(TracedDispatcher):
         self._forward(self._open(msg.session_id), msg, sender)
 
     def receiveMsg_AdmittedTurns(self, msg: AdmittedTurns, sender: Any) -> None:
+        """Take the batch into the registry's care, then say so: until the worker hears that,
+        it sends the batch again. A repeat is harmless: one already waiting in the backlog is
+        not queued twice, and an actor given one for a turn that runs or ran does nothing."""
         for session_id in msg.session_ids:
-            self.receiveMsg_ToSession(ToSession(f"admitted-{session_id}", session_id,
-                                                RunAdmitted()), None)
+            if not self._backlog.owes_run(session_id):
+                self.receiveMsg_ToSession(ToSession(f"admitted-{session_id}", session_id,
+                                                    RunAdmitted()), None)
+        if sender is not None:
+            self.send(sender, Reply(msg.request_id, body={"taken": len(msg.session_ids)}))
 
     def _can_open(self) -> bool:
         return len(self._slots) < self._max_serving and bool(self._pool.idle)

@@ -11,8 +11,9 @@ holds, the web worker admits the turn itself:
 3. open the journal and step the pure session core (`core.admit`) on its projection, which
    decides ended, failed and busy exactly as an actor would;
 4. write the admission marker (brain/admitted.py), commit `turn_started` (one fdatasync),
-   release the lock, hint SSE followers, and tell the registry `RunAdmitted`; an actor then
-   opens the session and runs the turn, from the pool or a fork, off the request path.
+   release the lock, hint SSE followers, and hand the turn to the registry (`RunAdmitted`,
+   repeated until the registry confirms it); an actor then opens the session and runs the
+   turn, from the pool or a fork, off the request path.
 
 A session with anything in flight (a turn, a creation, an ending, a crash's leftover) is not
 admitted here: the actor path decides those, as before.
@@ -21,9 +22,9 @@ admitted here: the actor path decides those, as before.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,10 +41,11 @@ from brain.sessions.state import Limits, Opened, new_session
 from brain.settings import Settings
 from brain.web.background import gevent_active, spawn_background
 from brain.web.gateway import ActorGateway
+from brain.web.hand_over import HandOver
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-HAND_OVER_BATCH = 256
+CONFIRM_SECS = 10.0  # the registry's answer to a batch; sent again after that
 MAX_RETRY_AFTER_SECS = 30
 
 
@@ -66,7 +68,7 @@ class Admission:
         self._gateway = gateway
         self._board = BoardReader(settings.data_path)
         self._live: LivePublisher | None = None
-        self._to_run: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._handing_over = HandOver(self._send_to_registry)
         self._runner_started = False
         self._runner_lock = threading.Lock()
         if settings.boot_id:
@@ -147,29 +149,19 @@ class Admission:
 
     def _hand_over(self, session_id: str) -> None:
         """The registry hears of the turn after the 202 is on its way, from one background
-        loop per worker: telling it costs a Thespian connection, which no answer waits for."""
+        loop per worker (brain/web/hand_over.py): no answer waits for it."""
         with self._runner_lock:
             if not self._runner_started:
                 self._runner_started = True
-                spawn_background(self._hand_over_forever, "admitted-turns")
-        self._to_run.put(session_id)
+                spawn_background(self._handing_over.run_forever, "admitted-turns")
+        self._handing_over.put(session_id)
 
-    def _hand_over_forever(self) -> None:
-        while True:
-            batch = [self._to_run.get()]
-            while len(batch) < HAND_OVER_BATCH:
-                try:
-                    batch.append(self._to_run.get_nowait())
-                except queue.Empty:
-                    break
-            self._run(tuple(batch))
-
-    def _run(self, session_ids: tuple[str, ...]) -> None:
-        """Tell the registry; the turns are durable and answered whatever happens here."""
+    def _send_to_registry(self, session_ids: tuple[str, ...]) -> bool:
+        """True once the registry confirmed it holds the turns."""
         from brain.actors.registry import Registry
 
-        try:
-            self._gateway.tell_global(REGISTRY_GLOBAL_NAME, Registry, AdmittedTurns(session_ids))
-        except Exception:
-            log.exception("admitted turns of %s not handed to the registry; each runs at its "
-                          "session's next command", ", ".join(session_ids))
+        request_id = f"admitted-{uuid.uuid4().hex}"
+        reply = self._gateway.ask_global_reply(REGISTRY_GLOBAL_NAME, Registry,
+                                               AdmittedTurns(request_id, session_ids),
+                                               request_id, CONFIRM_SECS)
+        return reply is not None

@@ -122,14 +122,7 @@ class ActorGateway:
         endpoint = self._take_endpoint()
         message = ToSession(request_id, session_id, command)
         trace_ask("send", registry, message)
-        reply = endpoint.ask(registry, message, wait)
-        while reply is not None and not (isinstance(reply, Reply)
-                                         and reply.request_id == request_id):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                reply = None
-                break
-            reply = endpoint.listen(remaining)
+        reply = _reply_to(request_id, endpoint, endpoint.ask(registry, message, wait), deadline)
         if reply is None:
             endpoint.exit_clone()
             if member is not None:  # the member holding it may have died meanwhile
@@ -186,7 +179,25 @@ class ActorGateway:
         self._return_endpoint(endpoint)
         return answer
 
+    def ask_global_reply(self, global_name: str, actor_class: Any, message: Any,
+                         request_id: str, timeout: float) -> Reply | None:
+        """Ask a singleton actor and return its Reply to `request_id`, or None when none came
+        in time. Anything else the endpoint receives meanwhile is skipped."""
+        address = self._global_address(global_name, actor_class)
+        deadline = time.monotonic() + timeout
+        endpoint = self._take_endpoint()
+        trace_ask("send", address, message)
+        reply = _reply_to(request_id, endpoint, endpoint.ask(address, message, timeout), deadline)
+        if reply is None:
+            endpoint.exit_clone()
+            return None
+        trace_ask("recv", address, reply)
+        self._return_endpoint(endpoint)
+        return reply
+
     def tell_global(self, global_name: str, actor_class: Any, message: Any) -> None:
+        """Send without an answer. Thespian's `tell` returns quietly even when the transmit
+        failed, so only what may be lost goes this way (a metrics report, say)."""
         address = self._global_address(global_name, actor_class)
         endpoint = self._take_endpoint()
         trace_ask("send", address, message)
@@ -201,6 +212,19 @@ class ActorGateway:
             return self.ask_global(REGISTRY_GLOBAL_NAME, Registry, "ping", timeout) == "pong"
         except errors.BrainError:
             return False
+
+
+def _reply_to(request_id: str, endpoint: Any, first: Any, deadline: float) -> Reply | None:
+    """The Reply to `request_id`: `first` (what the ask returned) or a later message, skipping
+    others (a late answer to an earlier request of a pooled endpoint); None past `deadline`."""
+    reply = first
+    while reply is not None and not (isinstance(reply, Reply)
+                                     and reply.request_id == request_id):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        reply = endpoint.listen(remaining)
+    return reply
 
 
 def reply_body(reply: Reply) -> dict[str, Any]:

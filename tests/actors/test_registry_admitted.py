@@ -1,0 +1,132 @@
+"""The registry's side of the hand-over of admitted turns (brain/actors/registry.py).
+
+A web worker sends `AdmittedTurns` until the registry answers `Reply(request_id)`, so a batch
+whose answer was lost arrives twice. The registry must confirm every batch, and must not queue
+a session's admitted turn twice while it waits in the backlog for an actor.
+
+The real Registry runs in-process on Thespian's simpleSystemBase with a fixed pool of stand-in
+session actors that only count the `RunAdmitted` commands delivered to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from thespian.actors import ActorSystem, ActorTypeDispatcher
+
+from brain.actors.messages import (
+    AdmittedTurns,
+    CancelTurn,
+    Delivered,
+    FillPool,
+    Released,
+    Reply,
+    RunAdmitted,
+    ToSession,
+    Warmed,
+    WarmUp,
+)
+from brain.actors.registry import Registry
+
+ASK_SECS = 5
+
+
+class CountingSessionActor(ActorTypeDispatcher):
+    """Answers a command that has an asker; counts, per session, the RunAdmitted it got."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.admitted: dict[str, int] = {}
+
+    def receiveMsg_WarmUp(self, msg: WarmUp, sender: Any) -> None:
+        self.send(sender, Warmed())
+
+    def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
+        if isinstance(msg.command, RunAdmitted):
+            self.admitted[msg.session_id] = self.admitted.get(msg.session_id, 0) + 1
+        else:
+            self.send(msg.reply_to, Reply(msg.request_id, body={"actor": self.myAddress}))
+
+    def receiveMsg_tuple(self, msg: tuple[Any, ...], sender: Any) -> None:
+        if msg[0] == "admitted":
+            self.send(sender, dict(self.admitted))
+        elif msg[0] == "release":  # ("release", registry, session_id, handled)
+            _, registry, session_id, handled = msg
+            self.send(registry, Released(session_id, handled))
+            self.send(sender, "sent")
+
+
+class FixedPoolRegistry(Registry):
+    def _fork(self) -> Any:
+        address = self.createActor(CountingSessionActor)
+        self.send(address, WarmUp(()))
+        return address
+
+    def _arm_refill(self, secs: float = 0.0) -> None:
+        pass
+
+
+@pytest.fixture
+def actors(tmp_path, monkeypatch) -> Iterator[ActorSystem]:
+    monkeypatch.setenv("BRAIN_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("BRAIN_SESSION_POOL_SIZE", "2")
+    monkeypatch.setenv("BRAIN_MAX_SESSION_ACTORS", "2")  # no fork for the backlog
+    monkeypatch.setenv("BRAIN_SESSION_ACTOR_SESSIONS", "0")
+    monkeypatch.delenv("BRAIN_TRACE", raising=False)
+    system = ActorSystem("simpleSystemBase", transientUnique=True)
+    try:
+        yield system
+    finally:
+        system.shutdown()
+
+
+def start_registry(actors: ActorSystem) -> Any:
+    registry = actors.createActor(FixedPoolRegistry)
+    assert actors.ask(registry, FillPool(), ASK_SECS) == "filled"
+    return registry
+
+
+def hand_over(actors: ActorSystem, registry: Any, request_id: str, *session_ids: str) -> None:
+    answer = actors.ask(registry, AdmittedTurns(request_id, session_ids), ASK_SECS)
+    assert isinstance(answer, Reply) and answer.request_id == request_id, answer
+    assert answer.body == {"taken": len(session_ids)}
+
+
+def busy_actor(actors: ActorSystem, registry: Any, session_id: str) -> Any:
+    """Give `session_id` an actor with a command; that actor's address."""
+    answer = actors.ask(registry, ToSession(f"cmd-{session_id}", session_id, CancelTurn()),
+                        ASK_SECS)
+    assert isinstance(answer, Reply), answer
+    return answer.body["actor"]
+
+
+def admitted_counts(actors: ActorSystem, *session_actors: Any) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for actor in session_actors:
+        for session_id, count in actors.ask(actor, ("admitted",), ASK_SECS).items():
+            total[session_id] = total.get(session_id, 0) + count
+    return total
+
+
+def test_every_batch_is_confirmed_and_each_turn_delivered(actors: ActorSystem) -> None:
+    registry = start_registry(actors)
+    hand_over(actors, registry, "b1", "s1", "s2")
+    one = busy_actor(actors, registry, "s1")
+    two = busy_actor(actors, registry, "s2")
+    assert one != two
+    assert admitted_counts(actors, one, two) == {"s1": 1, "s2": 1}
+
+
+def test_a_repeated_batch_waiting_in_the_backlog_is_queued_once(actors: ActorSystem) -> None:
+    registry = start_registry(actors)
+    one = busy_actor(actors, registry, "s1")
+    two = busy_actor(actors, registry, "s2")
+    hand_over(actors, registry, "b1", "s3")
+    hand_over(actors, registry, "b1", "s3")  # the same batch again: its answer was "lost"
+    assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 1
+    assert actors.ask(one, ("release", registry, "s1", 1), ASK_SECS) == "sent"
+    # The freed actor takes s3 from the backlog: one RunAdmitted, not two.
+    assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 0
+    assert admitted_counts(actors, one, two) == {"s3": 1}

@@ -151,12 +151,20 @@ class Released(Message):
     state gone, timers of that session void) after handling `handled` commands. The registry
     takes it back only if it forwarded no more than that (brain/actors/registry.py). The
     session's metric deltas ride along, so a released turn sends no MetricsReport of its own:
-    the registry passes them on in batches."""
+    the registry passes them on in batches. One report may cover several releases of the same
+    session (brain/actors/release_report.py): `handled` and `opens` count them all."""
 
     session_id: str
     handled: int
     counters: dict[Any, float] = field(default_factory=dict)
     observations: dict[str, list[float]] = field(default_factory=dict)
+    opens: int = 1  # times the session was opened in the actor since its last report
+
+
+@dataclass(frozen=True)
+class ReportRelease(Message):
+    """A session actor's timer: the releases it has not reported may be due
+    (brain/actors/release_report.py)."""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from brain.actors.messages import (
     RefillPool,
     Released,
     Reply,
+    ReportRelease,
     RunAdmitted,
     Services,
     ToSession,
@@ -94,6 +95,7 @@ class SweepBacklog:
 class SessionSlot:
     actor: PooledActor
     forwarded: int = 0  # commands sent to the actor since it (re)opened the session
+    asked_to_report: bool = False  # ReportRelease sent since the last command forwarded
 
 
 class Registry(TracedDispatcher):
@@ -136,10 +138,13 @@ class Registry(TracedDispatcher):
             self._forward(slot, msg, sender)
             return
         if msg.session_id in self._backlog or not self._can_open():
+            was_empty = not self._backlog
             if not self._backlog.add(msg, sender):
                 self._refuse(msg, sender, "every session actor is busy and the admission "
                                           "backlog is full; retry after Retry-After")
             self._backlog_changed()
+            if was_empty:  # while it stays, actors see it on the board and report at once
+                self._ask_for_reports()
             return
         self._forward(self._open(msg.session_id), msg, sender)
 
@@ -274,8 +279,18 @@ class Registry(TracedDispatcher):
             self._arm_refill(0.0)
             self._serve_backlog()
 
+    def _ask_for_reports(self) -> None:
+        """Work waits for an actor: ask every actor that may hold an unreported release
+        (brain/actors/release_report.py) to report it now rather than when its timer says.
+        One that is serving its session reports at that session's next release."""
+        for slot in self._slots.values():
+            if not slot.asked_to_report:
+                slot.asked_to_report = True
+                self.send(slot.actor.address, ReportRelease())
+
     def _forward(self, slot: SessionSlot, msg: ToSession, sender: Any) -> None:
         slot.forwarded += 1
+        slot.asked_to_report = False
         self.send(slot.actor.address, Delivered(msg.request_id, msg.session_id, msg.command,
                                                 sender, self._services))
 
@@ -288,6 +303,7 @@ class Registry(TracedDispatcher):
         slot = self._slots.get(msg.session_id)
         if slot is None or slot.actor.address != sender:
             return
+        slot.actor.served += msg.opens - 1  # reopened in the actor before this report
         if slot.forwarded != msg.handled:
             slot.forwarded -= msg.handled
             return

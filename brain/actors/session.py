@@ -32,6 +32,7 @@ from brain.actors.activation import (
     agentloop_runtime,
     start_activation,
 )
+from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
@@ -42,13 +43,14 @@ from brain.actors.messages import (
     EffectDone,
     MetricsReport,
     OutcomeBatch,
-    Released,
     ReleaseMe,
     Reply,
+    ReportRelease,
     Warmed,
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
+from brain.actors.release_report import REPORT_DELAY_SECS, ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
 from brain.admitted import clear_admitted
@@ -100,6 +102,10 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self._activations = 0  # activations started by this actor process, for their numbers
         self._void_activations: set[int] = set()  # abandoned by a failed commit
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
+        self._reports = ReleaseReports()
+        self._report_armed = False
+        self._report_at_once = False  # the registry asked for the next release's report
+        self._board = BoardReader(self.settings.data_path)
         self._fresh_session_state()
 
     def _fresh_session_state(self) -> None:
@@ -133,12 +139,44 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self.send(sender, Warmed())
 
     def _release(self, release: ReleaseMe) -> None:
-        """Let go of the session at once and say so: the registry takes this actor back, or,
-        if a command crossed the release, sends it here, where the session opens again."""
+        """Let go of the session at once; say so soon (brain/actors/release_report.py): until
+        then the registry keeps sending the session's commands here, where it opens again."""
         counters, observations = self.metrics.take()
         self._drop_session()
-        self.send(self.registry, Released(release.session_id, release.handled, counters,
-                                          observations))
+        self._reports.add(release.session_id, release.handled, counters, observations,
+                          time.monotonic())
+        if self._report_at_once or self._board.read()[0]:  # work waits for an actor
+            self._report_releases()
+        elif not self._report_armed:
+            self._report_armed = True
+            self.wakeupAfter(REPORT_DELAY_SECS, ReportRelease())
+
+    def _report_releases(self) -> None:
+        self._report_at_once = False
+        report = self._reports.take()
+        if report is not None:
+            self.send(self.registry, report)
+
+    def receiveMsg_ReportRelease(self, msg: ReportRelease, sender: Any) -> None:
+        """The registry has work waiting for an actor: report now, or (serving the session
+        again) at its next release."""
+        if self.core is not None:
+            self._report_at_once = True
+        else:
+            self._report_releases()
+
+    def _report_due(self) -> None:
+        self._report_armed = False
+        if self.core is not None:
+            return  # serving the session again: its next release arms the timer again
+        due_in = self._reports.due_in(time.monotonic())
+        if due_in is None:
+            return
+        if due_in > 0 and not self._board.read()[0]:
+            self._report_armed = True
+            self.wakeupAfter(due_in, ReportRelease())
+            return
+        self._report_releases()
 
     def _drop_session(self) -> str:
         """Release: nothing of the session stays resident (reads never need this actor)."""
@@ -155,6 +193,13 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
         self.registry = sender
         self.services = msg.services
+        pending = self._reports.pending
+        if pending is not None and pending.session_id != msg.session_id:
+            # The registry sends only the unreported session's commands; should another come,
+            # report first, so the counts of the two never mix.
+            log.warning("a command for session %s while the release of %s is unreported",
+                        msg.session_id, pending.session_id)
+            self._report_releases()
         if self.core is None:
             rename_actor_process(f"session {msg.session_id}")
             self.core = new_session(msg.session_id, _limits(self.settings))
@@ -200,6 +245,9 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
             self._step_all(mine)
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if isinstance(msg.payload, ReportRelease):
+            self._report_due()
+            return
         lease, payload = msg.payload
         if lease == self.lease:  # a timer of a session served before is void
             self._step(payload)  # IdleTimeout, TurnDeadline or CancelGrace

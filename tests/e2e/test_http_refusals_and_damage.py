@@ -5,12 +5,10 @@ damaged session beside healthy ones: refused for every write, readable as damage
 from __future__ import annotations
 
 import os
-import re
 import signal
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,11 +20,10 @@ from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
 from brain.journal.writer import CHECKPOINT_RECORDS
 from brain.operator_token import TOKEN_FILE
 from brain.web.bodies import MESSAGE_BODY_LIMIT
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, wait_for_no_open_session_actor
 
 SERVE_REFUSAL_TIMEOUT_SECS = 20.0
 SSE_TIMEOUT_SECS = 10.0
-RELEASE_TIMEOUT_SECS = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -254,17 +251,6 @@ def covered_frame(session_dir: Path) -> tuple[Path, int]:
 
 def journal_bytes(session_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((session_dir / "journal").iterdir())}
-
-
-def wait_for_no_open_session_actor(s: BrainServer) -> None:
-    """Until every session actor has been released, so the next command opens its writer."""
-    deadline = time.monotonic() + RELEASE_TIMEOUT_SECS
-    while time.monotonic() < deadline:
-        metrics = s.request("GET", "/metrics").text
-        if re.search(r"^brain_session_actors_open 0$", metrics, re.MULTILINE):
-            return
-        time.sleep(0.05)
-    raise AssertionError("a session actor stayed open")
 
 
 def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(

@@ -74,7 +74,11 @@ def test_cancel_stops_an_agentloop_computing_on_its_own(
     assert {"CreateSession", "StartTurn", "CancelTurn"} <= commands
     messages = {(line["kind"], line["msg"]) for line in lines if line["dir"] == "recv"}
     assert ("session", "WatchMessage") in messages
-    assert ("registry", "Released") in messages  # the released actor let go of the session
+    # The released actor let go of the session, and reports it within REPORT_DELAY_SECS.
+    wait_for(lambda: any((line["kind"], line["msg"], line["dir"]) == ("registry", "Released",
+                                                                      "recv")
+                         for line in trace_lines(tmp_path)),
+             timeout=5, what="the release report in the trace")
 
 
 def test_refused_commands_do_not_leave_the_actor_resident(server: BrainServer) -> None:
@@ -162,8 +166,11 @@ def test_a_text_turn_wakes_the_actor_only_for_the_model_call_and_the_end(
     activation's thread (brain/actors/session_inline.py): of the guest's work only model.call
     (which sends) and the activation's end reach the actor through the bridge."""
     sid = server.create_session()["id"]
+    # Each release is reported REPORT_DELAY_SECS after it, unless the session opened again in
+    # the meantime: waiting for each report keeps the count one per release.
+    wait_for(lambda: released(tmp_path) == 1, timeout=10, what="the create's release")
     server.send(sid, "warm")
-    wait_for(lambda: released(tmp_path) == 2, timeout=10,  # after the create and the turn
+    wait_for(lambda: released(tmp_path) == 2, timeout=10,
              what="the first turn's release in the trace")
     before = len(trace_lines(tmp_path))
     answer = server.send(sid, "count the wake-ups")
@@ -181,6 +188,6 @@ def test_a_text_turn_wakes_the_actor_only_for_the_model_call_and_the_end(
 
 
 def released(tmp_path: Path) -> int:
-    """Releases the session actor sent, as the trace has them so far."""
+    """Release reports the session actor sent, as the trace has them so far."""
     return sum(line["msg"] == "Released" and line["dir"] == "send" and line["kind"] == "session"
                for line in trace_lines(tmp_path))

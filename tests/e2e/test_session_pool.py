@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.support.guests import example_guest
-from tests.support.server import BrainServer, configured, group_pids
+from tests.support.server import (
+    BrainServer,
+    configured,
+    group_pids,
+    wait_for_no_open_session_actor,
+)
 from tests.support.waiting import wait_for
 
 POOLED = b"brain: pooled session"
@@ -90,6 +95,7 @@ def test_a_released_actor_keeps_nothing_of_its_session(one_actor: BrainServer) -
     (actor,) = titled(s, f"brain: session {first}".encode())
     # Released: the same process waits in the pool, titled as such, with no session file open.
     wait_for(lambda: actor in titled(s, POOLED), timeout=10, what="the actor back in the pool")
+    wait_for_no_open_session_actor(s)  # and the registry told so (release_report.py)
     held = [p for p in open_files(actor)
             if p.startswith((str(s.data_dir / "sessions"), str(s.data_dir / "environments")))]
     assert held == []

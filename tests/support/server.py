@@ -8,6 +8,7 @@ down, with a check that no process of the group survives.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -197,3 +198,18 @@ def configured(tmp_path: Path, toml: str, env: dict[str, str] | None = None) -> 
     config = tmp_path / "brain.toml"
     config.write_text(toml)
     return BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config), **(env or {})})
+
+
+RELEASE_TIMEOUT_SECS = 20.0
+
+
+def wait_for_no_open_session_actor(s: BrainServer) -> None:
+    """Until the registry has heard every session actor's release (its `/metrics` gauge), so
+    the next command opens its session anew, in an actor of the pool."""
+    deadline = time.monotonic() + RELEASE_TIMEOUT_SECS
+    while time.monotonic() < deadline:
+        metrics = s.request("GET", "/metrics").text
+        if re.search(r"^brain_session_actors_open 0$", metrics, re.MULTILINE):
+            return
+        time.sleep(0.05)
+    raise AssertionError("a session actor stayed open")

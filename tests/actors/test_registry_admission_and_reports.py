@@ -1,11 +1,16 @@
-"""The registry's side of the hand-over of admitted turns (brain/actors/registry.py).
+"""The registry's side of the hand-over of admitted turns and of deferred release reports
+(brain/actors/registry.py).
 
 A web worker sends `AdmittedTurns` until the registry answers `Reply(request_id)`, so a batch
 whose answer was lost arrives twice. The registry must confirm every batch, and must not queue
 a session's admitted turn twice while it waits in the backlog for an actor.
 
+A session actor reports its releases late (brain/actors/release_report.py). When work starts
+to wait for an actor, the registry asks each actor holding a slot to report now, once per
+command forwarded; a report that covers several opens counts them all toward recycling.
+
 The real Registry runs in-process on Thespian's simpleSystemBase with a fixed pool of stand-in
-session actors that only count the `RunAdmitted` commands delivered to them.
+session actors that only count the `RunAdmitted` and `ReportRelease` messages they get.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from brain.actors.messages import (
     FillPool,
     Released,
     Reply,
+    ReportRelease,
     RunAdmitted,
     ToSession,
     Warmed,
@@ -39,6 +45,10 @@ class CountingSessionActor(ActorTypeDispatcher):
     def __init__(self) -> None:
         super().__init__()
         self.admitted: dict[str, int] = {}
+        self.asked_to_report = 0
+
+    def receiveMsg_ReportRelease(self, msg: ReportRelease, sender: Any) -> None:
+        self.asked_to_report += 1
 
     def receiveMsg_WarmUp(self, msg: WarmUp, sender: Any) -> None:
         self.send(sender, Warmed())
@@ -52,9 +62,11 @@ class CountingSessionActor(ActorTypeDispatcher):
     def receiveMsg_tuple(self, msg: tuple[Any, ...], sender: Any) -> None:
         if msg[0] == "admitted":
             self.send(sender, dict(self.admitted))
-        elif msg[0] == "release":  # ("release", registry, session_id, handled)
-            _, registry, session_id, handled = msg
-            self.send(registry, Released(session_id, handled))
+        elif msg[0] == "asked":
+            self.send(sender, self.asked_to_report)
+        elif msg[0] == "release":  # ("release", registry, session_id, handled, opens)
+            _, registry, session_id, handled, opens = msg
+            self.send(registry, Released(session_id, handled, opens=opens))
             self.send(sender, "sent")
 
 
@@ -73,7 +85,7 @@ def actors(tmp_path, monkeypatch) -> Iterator[ActorSystem]:
     monkeypatch.setenv("BRAIN_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("BRAIN_SESSION_POOL_SIZE", "2")
     monkeypatch.setenv("BRAIN_MAX_SESSION_ACTORS", "2")  # no fork for the backlog
-    monkeypatch.setenv("BRAIN_SESSION_ACTOR_SESSIONS", "0")
+    monkeypatch.setenv("BRAIN_SESSION_ACTOR_SESSIONS", "3")
     monkeypatch.delenv("BRAIN_TRACE", raising=False)
     system = ActorSystem("simpleSystemBase", transientUnique=True)
     try:
@@ -126,7 +138,36 @@ def test_a_repeated_batch_waiting_in_the_backlog_is_queued_once(actors: ActorSys
     hand_over(actors, registry, "b1", "s3")
     hand_over(actors, registry, "b1", "s3")  # the same batch again: its answer was "lost"
     assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 1
-    assert actors.ask(one, ("release", registry, "s1", 1), ASK_SECS) == "sent"
+    assert actors.ask(one, ("release", registry, "s1", 1, 1), ASK_SECS) == "sent"
     # The freed actor takes s3 from the backlog: one RunAdmitted, not two.
     assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 0
     assert admitted_counts(actors, one, two) == {"s3": 1}
+
+
+def asked(actors: ActorSystem, actor: Any) -> int:
+    return actors.ask(actor, ("asked",), ASK_SECS)
+
+
+def test_work_that_starts_to_wait_asks_each_slot_once_to_report(actors: ActorSystem) -> None:
+    registry = start_registry(actors)
+    one = busy_actor(actors, registry, "s1")
+    two = busy_actor(actors, registry, "s2")
+    assert (asked(actors, one), asked(actors, two)) == (0, 0), "nothing waited yet"
+    hand_over(actors, registry, "b1", "s3")  # the backlog was empty: ask
+    assert (asked(actors, one), asked(actors, two)) == (1, 1)
+    hand_over(actors, registry, "b2", "s4")  # still waiting: the board says so, no more asks
+    assert (asked(actors, one), asked(actors, two)) == (1, 1)
+    assert actors.ask(one, ("release", registry, "s1", 1, 1), ASK_SECS) == "sent"
+    assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 1, "s3 got one"
+
+
+def test_a_report_of_several_opens_counts_them_toward_recycling(actors: ActorSystem) -> None:
+    registry = start_registry(actors)  # actors retire after 3 sessions opened
+    one = busy_actor(actors, registry, "s1")
+    assert actors.ask(one, ("release", registry, "s1", 1, 1), ASK_SECS) == "sent"
+    assert actors.ask(registry, "stats", ASK_SECS)["pooled_actors"] == 2, "back in the pool"
+    assert busy_actor(actors, registry, "s2") == one, "the actor returned last goes first"
+    # s2 opened twice in it (the second time before the report): 1 + 2 = 3 sessions served.
+    assert actors.ask(one, ("release", registry, "s2", 1, 2), ASK_SECS) == "sent"
+    assert actors.ask(registry, "stats", ASK_SECS) == \
+        {"open_sessions": 0, "pooled_actors": 1, "backlog_sessions": 0}, "retired, not pooled"

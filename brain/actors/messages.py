@@ -121,6 +121,7 @@ class Delivered(Message):
     command: Command
     reply_to: Any  # ActorAddress of the asking web endpoint, or None for fire-and-forget
     services: dict[str, Any] = field(default_factory=dict)
+    busy: bool = False  # more sessions served at once than CPUs: report releases late
 
 
 @dataclass(frozen=True)

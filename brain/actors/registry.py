@@ -21,6 +21,7 @@ responsive however slow a session is.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -125,6 +126,7 @@ class Registry(TracedDispatcher):
         self._last_fork = 0.0
         self._sweep_armed = False
         self._metrics = MetricBatch()  # deltas from Released, until the next FlushMetrics
+        self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
@@ -292,7 +294,8 @@ class Registry(TracedDispatcher):
         slot.forwarded += 1
         slot.asked_to_report = False
         self.send(slot.actor.address, Delivered(msg.request_id, msg.session_id, msg.command,
-                                                sender, self._services))
+                                                sender, self._services,
+                                                len(self._slots) > self._cpus))
 
     def receiveMsg_Released(self, msg: Released, sender: Any) -> None:
         """The actor has dropped the session. It is free only when it handled every command

@@ -105,6 +105,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self._reports = ReleaseReports()
         self._report_armed = False
         self._report_at_once = False  # the registry asked for the next release's report
+        self._busy = False  # the last command came while the registry served many sessions
         self._board = BoardReader(self.settings.data_path)
         self._fresh_session_state()
 
@@ -145,8 +146,8 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self._drop_session()
         self._reports.add(release.session_id, release.handled, counters, observations,
                           time.monotonic())
-        if self._report_at_once or self._board.read()[0]:  # work waits for an actor
-            self._report_releases()
+        if not self._busy or self._report_at_once or self._board.read()[0]:
+            self._report_releases()  # the registry is not busy, or work waits for an actor
         elif not self._report_armed:
             self._report_armed = True
             self.wakeupAfter(REPORT_DELAY_SECS, ReportRelease())
@@ -193,6 +194,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
         self.registry = sender
         self.services = msg.services
+        self._busy = msg.busy
         pending = self._reports.pending
         if pending is not None and pending.session_id != msg.session_id:
             # The registry sends only the unreported session's commands; should another come,

@@ -46,6 +46,7 @@ class CountingSessionActor(ActorTypeDispatcher):
         super().__init__()
         self.admitted: dict[str, int] = {}
         self.asked_to_report = 0
+        self.busy: list[bool] = []
 
     def receiveMsg_ReportRelease(self, msg: ReportRelease, sender: Any) -> None:
         self.asked_to_report += 1
@@ -54,6 +55,7 @@ class CountingSessionActor(ActorTypeDispatcher):
         self.send(sender, Warmed())
 
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
+        self.busy.append(msg.busy)
         if isinstance(msg.command, RunAdmitted):
             self.admitted[msg.session_id] = self.admitted.get(msg.session_id, 0) + 1
         else:
@@ -64,6 +66,8 @@ class CountingSessionActor(ActorTypeDispatcher):
             self.send(sender, dict(self.admitted))
         elif msg[0] == "asked":
             self.send(sender, self.asked_to_report)
+        elif msg[0] == "busy":
+            self.send(sender, list(self.busy))
         elif msg[0] == "release":  # ("release", registry, session_id, handled, opens)
             _, registry, session_id, handled, opens = msg
             self.send(registry, Released(session_id, handled, opens=opens))
@@ -71,6 +75,12 @@ class CountingSessionActor(ActorTypeDispatcher):
 
 
 class FixedPoolRegistry(Registry):
+    """The real Registry with counting stand-ins, no refill forks, and one CPU."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cpus = 1
+
     def _fork(self) -> Any:
         address = self.createActor(CountingSessionActor)
         self.send(address, WarmUp(()))
@@ -171,3 +181,13 @@ def test_a_report_of_several_opens_counts_them_toward_recycling(actors: ActorSys
     assert actors.ask(one, ("release", registry, "s2", 1, 2), ASK_SECS) == "sent"
     assert actors.ask(registry, "stats", ASK_SECS) == \
         {"open_sessions": 0, "pooled_actors": 1, "backlog_sessions": 0}, "retired, not pooled"
+
+
+def test_commands_are_marked_busy_while_more_sessions_than_cpus_are_served(
+        actors: ActorSystem) -> None:
+    registry = start_registry(actors)  # one CPU
+    one = busy_actor(actors, registry, "s1")
+    two = busy_actor(actors, registry, "s2")
+    busy_actor(actors, registry, "s1")
+    assert actors.ask(one, ("busy",), ASK_SECS) == [False, True], "alone, then with s2"
+    assert actors.ask(two, ("busy",), ASK_SECS) == [True]

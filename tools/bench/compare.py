@@ -48,24 +48,16 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from tests.support.server import BrainServer, group_pids
+from tests.support.server import BrainServer
 from tools.bench import actor_memory
 from tools.bench.burst import burst, describe
 from tools.bench.common import bench_server, loadavg, percentile, raw_fdatasync_rate
 from tools.bench.sessions import released_vs_resident
-from tools.bench.turns import batches, concurrent_turns, sequential_turns
+from tools.bench.turns import WARM_UP_TURNS, batches, concurrent_turns, sequential_turns, settle
 from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
 
 REPO = Path(__file__).resolve().parents[2]
 SESSIONS = 16
-WARM_UP_TURNS = 3
-"""Untimed turns per session, all sessions at once, before each concurrent arm (Brain's and the
-peer's). Brain's warm pool grows to the concurrency on first use (a session whose actor is
-still out waits for one to come back, or for a fork, and the registry paces its forks at about
-four a second under load), so Brain repeats them until a round starts no process (`settle`):
-three rounds alone left up to seven forks inside the first round's timed blocks."""
-SETTLE_ROUNDS = 10
-"""At most this many warm-up rounds before a concurrent arm (see `settle`)."""
 DEADLINE_SECS = 600.0
 BLOCKS = 4
 """Each arm of a round runs as up to this many blocks per side, Brain's and the peer's in
@@ -176,19 +168,6 @@ def brain_block(server: BrainServer, ids: list[str], per_session: int, rate: Rat
     rate.hung += run.hung
 
 
-def settle(server: BrainServer, ids: list[str]) -> None:
-    """Warm-up turns, WARM_UP_TURNS per session at once, repeated until a round of them starts
-    no process: the pool has grown to the concurrency, and no fork lands in a timed block."""
-    group = os.getpgid(server.proc.pid)
-    for _ in range(SETTLE_ROUNDS):
-        before = set(group_pids(group))
-        concurrent_turns(server, ids, WARM_UP_TURNS, time.monotonic() + DEADLINE_SECS)
-        if set(group_pids(group)) <= before:
-            return
-    print(f"warning: Brain's processes still changed after {SETTLE_ROUNDS} warm-up rounds",
-          flush=True)
-
-
 def alternate(blocks: int, brain: Any, peer: Any) -> None:
     """`blocks` blocks of each side, Brain first in even blocks and the peer first in odd ones:
     neither side always runs right after the other's load."""
@@ -226,7 +205,7 @@ def one_round(server: BrainServer, profile: Profile, durability: str, n: int) ->
                 ("tools", TOOL_MODEL, ["echo"], profile.tool_per_session)):
             ids = [server.create_session(model=model, tools=tools)["id"]
                    for _ in range(SESSIONS)]
-            settle(server, ids)
+            settle(server, ids, WARM_UP_TURNS)
             if arm == "tools":
                 peer.ask(op="warm_up", arm="tools", turns=WARM_UP_TURNS)
             brain_rate, peer_rate = rates[arm]

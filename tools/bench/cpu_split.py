@@ -22,7 +22,7 @@ from collections import defaultdict
 
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, percentile
-from tools.bench.turns import concurrent_turns, sequential_turns
+from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
 
 TICK_SECS = 1.0 / os.sysconf("SC_CLK_TCK")
@@ -128,7 +128,7 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
     if sessions == 1:
         server.send(ids[0], "warm-up")
     else:  # all at once, as the compare warms up: the pool grows to the concurrency first
-        concurrent_turns(server, ids, 3, time.monotonic() + 600)
+        settle(server, ids)
     pgrp = server.proc.pid  # the server leads its own process group
     deadline = time.monotonic() + 600
     client_before = client_cpu()

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from brain.client.errors import RequestTimeout
 from brain.client.transport import Timeouts, Transport
-from tests.support.server import BrainServer
+from tests.support.server import BrainServer, group_pids
 from tools.bench.common import journal_batches_per_turn, loadavg, raw_fdatasync_rate, summary_ms
 
 TOOL_CONFIG = """
@@ -45,6 +45,16 @@ script = [
 TOOL_CALLS_PER_TURN = 8
 DEADLINE_SECS = 600.0
 SEND_TIMEOUT_SECS = 30.0
+
+
+WARM_UP_TURNS = 3
+"""Untimed turns per session, all sessions at once, before a timed concurrent run. Brain's warm
+pool grows to the concurrency on first use (a session whose actor is still out waits for one to
+come back, or for a fork, and the registry paces its forks at about four a second under load),
+so `settle` repeats them until a round starts no process: three rounds alone left up to seven
+forks inside the first timed blocks."""
+SETTLE_ROUNDS = 10
+"""At most this many warm-up rounds (see `settle`)."""
 
 
 def transport(server: BrainServer) -> Transport:
@@ -155,6 +165,19 @@ def concurrent_turns(server: BrainServer, ids: list[str], per_session: int,
         t.join(timeout=max(1.0, deadline - time.monotonic()))
     elapsed = (max(finished) if finished else time.perf_counter()) - start
     return ConcurrentRun(len(finished), elapsed, hung, errors)
+
+
+def settle(server: BrainServer, ids: list[str], per_round: int = WARM_UP_TURNS) -> None:
+    """Warm-up turns, `per_round` per session at once, repeated until a round of them starts no
+    process: the warm pool has grown to the concurrency, so no fork lands in a timed run."""
+    group = server.proc.pid  # the server leads its own process group
+    for _ in range(SETTLE_ROUNDS):
+        before = set(group_pids(group))
+        concurrent_turns(server, ids, per_round, time.monotonic() + 600)
+        if set(group_pids(group)) <= before:
+            return
+    print(f"warning: Brain's processes still changed after {SETTLE_ROUNDS} warm-up rounds",
+          flush=True)
 
 
 def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -> None:

@@ -290,7 +290,7 @@ def summary(rounds: list[Round], released: tuple[list[float], list[float]],
                     f"{idle:.2f} MiB" if idle is not None else "none", "none", "INFO"))
     held = actor_memory.ActorMemory.median_mib(memory.session_uss_kib)
     out.append(line(f"USS of a resident session's process ({len(memory.session_uss_kib)} of "
-                    f"{memory.sessions}; group PSS +{memory.pss_per_session_kib / 1024:.2f} "
+                    f"{memory.sessions}; group PSS {memory.pss_per_session_kib / 1024:+.2f} "
                     "MiB/session)", f"{held:.2f} MiB" if held is not None else "none", "none",
                     "INFO"))
     return out + [f"  burst: {text}" for text in burst_lines]

@@ -16,10 +16,10 @@ Needs the `bench` extra (`pip install -e '.[bench]'`). One invocation measures, 
    database per arm. Each block continues the previous block's conversations; a concurrent
    arm's rate is its turns over its seconds, summed over its blocks (each block timed from its
    start to its last completion). Every concurrent arm, Brain's and the peer's, first runs
-   WARM_UP_TURNS untimed turns per session, all at once, and Brain repeats them until a round of
-   them starts no process: throughput is measured at its steady state (Brain's warm pool grows
-   to the concurrency on first use; the peer's threads make their first checkpoints). Each
-   ratio is taken within a round; the median over rounds is judged.
+   WARM_UP_TURNS untimed turns per session, all at once, and Brain repeats them until two rounds
+   of them in a row start no process: throughput is measured at its steady state (Brain's warm
+   pool grows to the concurrency on first use; the peer's threads make their first
+   checkpoints). Each ratio is taken within a round; the median over rounds is judged.
 2. The fsync ceiling: the raw write+fdatasync rate of Brain's data dir (each round) and the
    commits per text turn counted from the journals of the 16 concurrent sessions.
 3. A released session's turn against a resident one's (tools/bench/sessions.py), alternating.

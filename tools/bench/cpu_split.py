@@ -3,12 +3,14 @@
 Usage: python -m tools.bench.cpu_split [--arm text|tools] [--turns 150] [--sessions 1]
 
 Starts a real `brain serve` with the compare's scripted models (tools/bench/workload.py), runs a
-warm-up, then `--turns` sync turns (one session sequentially, or `--sessions` sessions at once,
-one thread each) while a sampler thread reads `/proc/PID/stat` of every process of the server's
-process group every 20 ms. A process that exits between two samples (a recycled actor) keeps
-the CPU it had at its last sample, so the total is a floor. The CPU of each process is summed by
-role (its `brain: <role>` title; a session actor's id is dropped) and divided by the turns; the
-client's own CPU (this process, the HTTP client) is shown apart.
+warm-up (with several sessions, as the compare does: until the warm pool has grown to the
+concurrency, tools/bench/turns.py `settle`), then `--turns` sync turns (one session
+sequentially, or `--sessions` sessions at once, one thread each) while a sampler thread reads
+`/proc/PID/stat` of every process of the server's process group every 20 ms. A process that
+exits between two samples (a recycled actor) keeps the CPU it had at its last sample, so the
+total is a floor. The CPU of each process is summed by role (its `brain: <role>` title; a
+session actor's id is dropped) and divided by the turns; the client's own CPU (this process, the
+HTTP client) is shown apart.
 """
 
 from __future__ import annotations

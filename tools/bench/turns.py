@@ -51,8 +51,8 @@ WARM_UP_TURNS = 3
 """Untimed turns per session, all sessions at once, before a timed concurrent run. Brain's warm
 pool grows to the concurrency on first use (a session whose actor is still out waits for one to
 come back, or for a fork, and the registry paces its forks at about four a second under load),
-so `settle` repeats them until a round starts no process: three rounds alone left up to seven
-forks inside the first timed blocks."""
+so `settle` repeats them until two rounds in a row start no process: three rounds alone left up
+to seven forks inside the first timed blocks."""
 SETTLE_ROUNDS = 10
 """At most this many warm-up rounds (see `settle`)."""
 
@@ -168,13 +168,17 @@ def concurrent_turns(server: BrainServer, ids: list[str], per_session: int,
 
 
 def settle(server: BrainServer, ids: list[str], per_round: int = WARM_UP_TURNS) -> None:
-    """Warm-up turns, `per_round` per session at once, repeated until a round of them starts no
-    process: the warm pool has grown to the concurrency, so no fork lands in a timed run."""
+    """Warm-up turns, `per_round` per session at once, repeated until two rounds of them in a
+    row start no process: the warm pool has grown to the concurrency, so no fork lands in a
+    timed run. (One quiet round is not enough: the registry forks for waiting sessions only in
+    a lull or every 0.25 s, so a short round can pass between two forks.)"""
     group = server.proc.pid  # the server leads its own process group
+    quiet = 0
     for _ in range(SETTLE_ROUNDS):
         before = set(group_pids(group))
         concurrent_turns(server, ids, per_round, time.monotonic() + 600)
-        if set(group_pids(group)) <= before:
+        quiet = quiet + 1 if set(group_pids(group)) <= before else 0
+        if quiet == 2:
             return
     print(f"warning: Brain's processes still changed after {SETTLE_ROUNDS} warm-up rounds",
           flush=True)

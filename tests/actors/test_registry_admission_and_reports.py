@@ -34,7 +34,7 @@ from brain.actors.messages import (
     Warmed,
     WarmUp,
 )
-from brain.actors.registry import Registry
+from tests.support.registry_harness import FixedPoolRegistry, in_process_actors
 
 ASK_SECS = 5
 
@@ -74,38 +74,26 @@ class CountingSessionActor(ActorTypeDispatcher):
             self.send(sender, "sent")
 
 
-class FixedPoolRegistry(Registry):
-    """The real Registry with counting stand-ins, no refill forks, and one CPU."""
+class CountingRegistry(FixedPoolRegistry):
+    """Counting stand-ins, and one CPU."""
+
+    stand_in = CountingSessionActor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._cpus = 1
 
-    def _fork(self) -> Any:
-        address = self.createActor(CountingSessionActor)
-        self.send(address, WarmUp(()))
-        return address
-
-    def _arm_refill(self, secs: float = 0.0) -> None:
-        pass
-
 
 @pytest.fixture
 def actors(tmp_path, monkeypatch) -> Iterator[ActorSystem]:
-    monkeypatch.setenv("BRAIN_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("BRAIN_SESSION_POOL_SIZE", "2")
-    monkeypatch.setenv("BRAIN_MAX_SESSION_ACTORS", "2")  # no fork for the backlog
-    monkeypatch.setenv("BRAIN_SESSION_ACTOR_SESSIONS", "3")
-    monkeypatch.delenv("BRAIN_TRACE", raising=False)
-    system = ActorSystem("simpleSystemBase", transientUnique=True)
-    try:
+    with in_process_actors(tmp_path, monkeypatch, BRAIN_SESSION_POOL_SIZE="2",
+                           BRAIN_MAX_SESSION_ACTORS="2",  # no fork for the backlog
+                           BRAIN_SESSION_ACTOR_SESSIONS="3") as system:
         yield system
-    finally:
-        system.shutdown()
 
 
 def start_registry(actors: ActorSystem) -> Any:
-    registry = actors.createActor(FixedPoolRegistry)
+    registry = actors.createActor(CountingRegistry)
     assert actors.ask(registry, FillPool(), ASK_SECS) == "filled"
     return registry
 

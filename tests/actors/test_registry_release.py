@@ -30,7 +30,7 @@ from brain.actors.messages import (
     Warmed,
     WarmUp,
 )
-from brain.actors.registry import Registry
+from tests.support.registry_harness import FixedPoolRegistry, in_process_actors
 
 ASK_SECS = 5
 
@@ -64,35 +64,21 @@ class StandInSessionActor(ActorTypeDispatcher):
         self.send(sender, "sent")
 
 
-class FixedPoolRegistry(Registry):
-    """The real Registry with stand-in session actors and no refill forks."""
-
-    def _fork(self) -> Any:
-        address = self.createActor(StandInSessionActor)
-        self.send(address, WarmUp(()))
-        return address
-
-    def _arm_refill(self, secs: float = 0.0) -> None:
-        pass
+class StandInRegistry(FixedPoolRegistry):
+    stand_in = StandInSessionActor
 
 
 @pytest.fixture
 def system(tmp_path, monkeypatch) -> Iterator[ActorSystem]:
-    monkeypatch.setenv("BRAIN_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("BRAIN_SESSION_POOL_SIZE", "3")
-    monkeypatch.setenv("BRAIN_SESSION_ACTOR_SESSIONS", "0")
-    monkeypatch.delenv("BRAIN_TRACE", raising=False)
-    actors = ActorSystem("simpleSystemBase", transientUnique=True)
-    try:
+    with in_process_actors(tmp_path, monkeypatch, BRAIN_SESSION_POOL_SIZE="3",
+                           BRAIN_SESSION_ACTOR_SESSIONS="0") as actors:
         yield actors
-    finally:
-        actors.shutdown()
 
 
 class Driver:
     def __init__(self, actors: ActorSystem) -> None:
         self.actors = actors
-        self.registry = actors.createActor(FixedPoolRegistry)
+        self.registry = actors.createActor(StandInRegistry)
         assert actors.ask(self.registry, FillPool(), ASK_SECS) == "filled"
         self.count = 0
 

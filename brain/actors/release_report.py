@@ -24,6 +24,7 @@ session that needs an actor.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,10 +44,15 @@ class UnreportedRelease:
 
 
 class ReleaseReports:
-    """The releases of one actor's session that the registry has not heard of yet."""
+    """The releases of one actor's session that the registry has not heard of yet, and when to
+    tell it. The actor carries out the answers: send `take()` to the registry, or arm its
+    one timer (`ReportRelease` after the seconds given), which then calls `due`."""
 
     def __init__(self) -> None:
         self.pending: UnreportedRelease | None = None
+        self.busy = False  # the last command came while the registry served many sessions
+        self.armed = False  # the actor's timer is set
+        self._at_once = False  # the registry asked for the next release's report
 
     def add(self, session_id: str, handled: int, counters: dict[Any, float],
             observations: dict[str, list[float]], now: float) -> None:
@@ -63,6 +69,39 @@ class ReleaseReports:
         pending.metrics.absorb(counters, observations)
         pending.released_at = now
 
+    def released(self, backlog: Callable[[], bool]) -> float | None:
+        """After `add`: 0.0 to report now, seconds to arm the timer with, or None (armed
+        already). Now when the registry is not busy, asked for it, or `backlog()` says work
+        waits for an actor (read last: only when the rest would wait)."""
+        if not self.busy or self._at_once or backlog():
+            return 0.0
+        if self.armed:
+            return None
+        self.armed = True
+        return REPORT_DELAY_SECS
+
+    def asked(self, serving: bool) -> bool:
+        """The registry asked for a report: True to report now; while the actor serves the
+        session again, the report goes at its next release instead."""
+        if serving:
+            self._at_once = True
+            return False
+        return True
+
+    def due(self, serving: bool, now: float, backlog: Callable[[], bool]) -> float | None:
+        """The timer fired: 0.0 to report now, seconds to arm it again with, or None. Serving
+        the session again, nothing: its next release decides afresh."""
+        self.armed = False
+        if serving:
+            return None
+        due_in = self.due_in(now)
+        if due_in is None:
+            return None
+        if due_in > 0 and not backlog():
+            self.armed = True
+            return due_in
+        return 0.0
+
     def due_in(self, now: float) -> float | None:
         """Seconds until the pending report is due (0: now), or None when nothing is pending."""
         if self.pending is None:
@@ -71,6 +110,7 @@ class ReleaseReports:
 
     def take(self) -> Released | None:
         """The report of everything pending, which is then no longer pending."""
+        self._at_once = False
         pending, self.pending = self.pending, None
         if pending is None:
             return None

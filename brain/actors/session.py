@@ -50,7 +50,7 @@ from brain.actors.messages import (
     WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
-from brain.actors.release_report import REPORT_DELAY_SECS, ReleaseReports
+from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
 from brain.admitted import clear_admitted
@@ -103,9 +103,6 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self._void_activations: set[int] = set()  # abandoned by a failed commit
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
         self._reports = ReleaseReports()
-        self._report_armed = False
-        self._report_at_once = False  # the registry asked for the next release's report
-        self._busy = False  # the last command came while the registry served many sessions
         self._board = BoardReader(self.settings.data_path)
         self._fresh_session_state()
 
@@ -146,38 +143,24 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self._drop_session()
         self._reports.add(release.session_id, release.handled, counters, observations,
                           time.monotonic())
-        if not self._busy or self._report_at_once or self._board.read()[0]:
-            self._report_releases()  # the registry is not busy, or work waits for an actor
-        elif not self._report_armed:
-            self._report_armed = True
-            self.wakeupAfter(REPORT_DELAY_SECS, ReportRelease())
+        self._report_after(self._reports.released(self._backlog_waits))
 
-    def _report_releases(self) -> None:
-        self._report_at_once = False
-        report = self._reports.take()
-        if report is not None:
-            self.send(self.registry, report)
+    def _backlog_waits(self) -> bool:
+        return self._board.read()[0] > 0
+
+    def _report_after(self, secs: float | None) -> None:
+        if secs == 0.0:
+            report = self._reports.take()
+            if report is not None:
+                self.send(self.registry, report)
+        elif secs is not None:
+            self.wakeupAfter(secs, ReportRelease())
 
     def receiveMsg_ReportRelease(self, msg: ReportRelease, sender: Any) -> None:
         """The registry has work waiting for an actor: report now, or (serving the session
         again) at its next release."""
-        if self.core is not None:
-            self._report_at_once = True
-        else:
-            self._report_releases()
-
-    def _report_due(self) -> None:
-        self._report_armed = False
-        if self.core is not None:
-            return  # serving the session again: its next release arms the timer again
-        due_in = self._reports.due_in(time.monotonic())
-        if due_in is None:
-            return
-        if due_in > 0 and not self._board.read()[0]:
-            self._report_armed = True
-            self.wakeupAfter(due_in, ReportRelease())
-            return
-        self._report_releases()
+        if self._reports.asked(serving=self.core is not None):
+            self._report_after(0.0)
 
     def _drop_session(self) -> str:
         """Release: nothing of the session stays resident (reads never need this actor)."""
@@ -194,14 +177,14 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
         self.registry = sender
         self.services = msg.services
-        self._busy = msg.busy
+        self._reports.busy = msg.busy
         pending = self._reports.pending
         if pending is not None and pending.session_id != msg.session_id:
             # The registry sends only the unreported session's commands; should another come,
             # report first, so the counts of the two never mix.
             log.warning("a command for session %s while the release of %s is unreported",
                         msg.session_id, pending.session_id)
-            self._report_releases()
+            self._report_after(0.0)
         if self.core is None:
             rename_actor_process(f"session {msg.session_id}")
             self.core = new_session(msg.session_id, _limits(self.settings))
@@ -248,7 +231,8 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
         if isinstance(msg.payload, ReportRelease):
-            self._report_due()
+            self._report_after(self._reports.due(self.core is not None, time.monotonic(),
+                                                 self._backlog_waits))
             return
         lease, payload = msg.payload
         if lease == self.lease:  # a timer of a session served before is void

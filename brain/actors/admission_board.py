@@ -15,6 +15,8 @@ import os
 import struct
 from pathlib import Path
 
+from brain.fds import close_fd
+
 BOARD_NAME = "admission"
 _LAYOUT = struct.Struct("<II")  # backlog sessions, sessions served by an actor
 
@@ -34,7 +36,7 @@ class BoardWriter:
             os.ftruncate(fd, _LAYOUT.size)
             self._map = mmap.mmap(fd, _LAYOUT.size)
         finally:
-            os.close(fd)
+            close_fd(fd)
         self._last: tuple[int, int] | None = None
 
     def publish(self, backlog: int, serving: int) -> None:
@@ -61,5 +63,5 @@ class BoardReader:
                     return 0, 0
                 self._map = mmap.mmap(fd, _LAYOUT.size, prot=mmap.PROT_READ)
             finally:
-                os.close(fd)
+                close_fd(fd)
         return _LAYOUT.unpack_from(self._map, 0)

@@ -20,6 +20,7 @@ from brain.environments.deadline import Deadline
 from brain.environments.errors import EnvironmentOpError
 from brain.environments.paths import confined_parts, open_parent, os_error
 from brain.environments.process import run_command
+from brain.fds import close_fd
 
 OUTPUT_LIMIT = 1 << 20
 READ_LIMIT = 1 << 20
@@ -96,7 +97,7 @@ class LocalEnvironment:
         except OSError as exc:
             raise os_error(exc) from None
         finally:
-            os.close(parent)
+            close_fd(parent)
         with os.fdopen(fd, "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
@@ -143,7 +144,7 @@ class LocalEnvironment:
         except OSError as exc:
             raise os_error(exc) from None
         finally:
-            os.close(parent)
+            close_fd(parent)
         return {"bytes": len(data)}
 
     def detach(self) -> dict[str, Any]:

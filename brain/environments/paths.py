@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.environments.errors import EnvironmentOpError
+from brain.fds import close_fd
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 ESCAPE = "path escapes the environment"
@@ -75,10 +76,10 @@ def open_parent(root: Path, parts: list[str], *, create: bool) -> int:
                     raise
                 os.mkdir(part, 0o755, dir_fd=fd)
                 next_fd = os.open(part, DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
+            close_fd(fd)
             fd = next_fd
     except OSError as exc:
-        os.close(fd)
+        close_fd(fd)
         raise os_error(exc) from None
     return fd
 

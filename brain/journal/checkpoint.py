@@ -41,6 +41,7 @@ from typing import Any
 
 import cbor2
 
+from brain.fds import close_fd
 from brain.journal.frames import FRAME_HEADER_SIZE, crc32c
 from brain.journal.history import SegmentDigest
 from brain.journal.projection import FOLD_VERSION, Projection
@@ -142,7 +143,7 @@ def write_checkpoint(path: Path, cp: Checkpoint, projection: Projection) -> None
                 view = view[os.write(fd, view) :]
             os.fdatasync(fd)
         finally:
-            os.close(fd)
+            close_fd(fd)
     except BaseException:
         # A full disk (or a failed fdatasync) must not also keep a torn copy holding space.
         temp.unlink(missing_ok=True)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import google_crc32c
 
+from brain.fds import close_fd
 from brain.journal.segments import Segment
 
 PASS_CHUNK = 1 << 20  # measured: 1 MiB preads keep the pass at memory speed
@@ -46,7 +47,7 @@ def crc_of_file(path: Path, length: int, start: int = 0, crc: int = 0) -> int | 
             crc = extend(crc, chunk)
             pos += len(chunk)
     finally:
-        os.close(fd)
+        close_fd(fd)
     return crc
 
 

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from brain.fds import close_fd
 from brain.journal.checkpoint import SeekPoint, load_valid_checkpoint, wants_seek_point
 from brain.journal.errors import CorruptJournal, InvalidRecord, JournalError, JournalLocked
 from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
@@ -67,7 +68,7 @@ class JournalOpening:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
+            close_fd(fd)
             raise JournalLocked(f"{self.journal_dir} is open in another writer") from None
         self._lock_fd = fd
 
@@ -233,12 +234,12 @@ class JournalOpening:
             os.ftruncate(fd, torn.offset)
             os.fsync(fd)
         finally:
-            os.close(fd)
+            close_fd(fd)
 
     def _open_segment(self, first_seq: int, path: Path) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)  # the writer writes at its own offsets
         if self._fd is not None:
-            os.close(self._fd)
+            close_fd(self._fd)
         self._fd = fd
         self._segment = first_seq
         self._size = self._allocated = os.fstat(fd).st_size

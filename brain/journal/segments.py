@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brain.fds import close_fd
 from brain.journal.errors import CorruptJournal, JournalError, JournalNotFound
 from brain.journal.frames import (
     FLAG_END_OF_BATCH,
@@ -135,7 +136,7 @@ def fsync_dir(path: Path) -> None:
     try:
         os.fsync(fd)
     finally:
-        os.close(fd)
+        close_fd(fd)
 
 
 def create_segment(journal_dir: Path, first_seq: int) -> Path:
@@ -152,7 +153,7 @@ def create_segment(journal_dir: Path, first_seq: int) -> Path:
             raise JournalError(f"short write creating {temp}")
         os.fsync(fd)
     finally:
-        os.close(fd)
+        close_fd(fd)
     os.rename(temp, final)
     fsync_dir(journal_dir)
     return final
@@ -167,7 +168,7 @@ def read_frame_header(path: Path, offset: int) -> FrameHeader | None:
     try:
         data = os.pread(fd, FRAME_HEADER_SIZE, offset)
     finally:
-        os.close(fd)
+        close_fd(fd)
     if len(data) < FRAME_HEADER_SIZE:
         return None
     return decode_frame_header(data)
@@ -182,7 +183,7 @@ def frame_is_whole(path: Path, offset: int, header: FrameHeader) -> bool:
     try:
         payload = os.pread(fd, header.length, offset + FRAME_HEADER_SIZE)
     finally:
-        os.close(fd)
+        close_fd(fd)
     return len(payload) == header.length and crc32c(payload) == header.payload_crc
 
 
@@ -301,7 +302,7 @@ class JournalScan:
                 offset = SEGMENT_HEADER_SIZE
             yield from self._frames(fd, path, segment.first_seq, size, offset, expected, final)
         finally:
-            os.close(fd)
+            close_fd(fd)
 
     def _frames(
         self, fd: int, path: Path, segment: int, size: int, pos: int, expected: int, final: bool

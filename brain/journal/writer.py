@@ -27,6 +27,7 @@ from typing import Any
 
 import google_crc32c
 
+from brain.fds import close_fd
 from brain.journal.checkpoint import (
     INDEX_STRIDE,
     Checkpoint,
@@ -302,10 +303,10 @@ class JournalWriter(JournalOpening):
         if self._fd is not None:
             if self._broken is None and self._flushed == self._size:
                 mark_synced(self._fd, self._allocated)  # the zeros were flushed with a batch
-            os.close(self._fd)
+            close_fd(self._fd)
             self._fd = None
         if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the last descriptor releases the flock
+            close_fd(self._lock_fd)  # closing the last descriptor releases the flock
             self._lock_fd = None
         _live_writers.discard(self)
 
@@ -315,7 +316,7 @@ class JournalWriter(JournalOpening):
         for fd in (self._fd, self._lock_fd):
             if fd is not None:
                 try:
-                    os.close(fd)
+                    close_fd(fd)
                 except OSError:
                     pass
         self._fd = self._lock_fd = None

@@ -12,6 +12,8 @@ import os
 import secrets
 from pathlib import Path
 
+from brain.fds import close_fd
+
 PREFIX = "bst_"
 
 
@@ -29,12 +31,12 @@ def issue_session_token(session_dir: Path) -> str:
     try:
         os.fsync(fd)
     finally:
-        os.close(fd)
+        close_fd(fd)
     dir_fd = os.open(credentials, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
-        os.close(dir_fd)
+        close_fd(dir_fd)
     return token
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from brain.errors import IdempotencyAmbiguous, IdempotencyConflict, RequestInProgress
+from brain.fds import close_fd
 from brain.web.idempotency_claims import (
     MAX_KEY_LENGTH,
     Answer,
@@ -378,4 +379,4 @@ def _fsync_dir(directory: Path) -> None:
     try:
         os.fsync(fd)
     finally:
-        os.close(fd)
+        close_fd(fd)

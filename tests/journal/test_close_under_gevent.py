@@ -87,3 +87,11 @@ def test_a_writer_closed_in_a_pool_thread_releases_its_lock(tmp_path: Path) -> N
                 print("locked", n)
     """)
     assert out.split() == ["open", "0"]
+
+
+def test_brain_closes_no_descriptor_with_os_close() -> None:
+    """Any module may one day run in a web worker's pool thread: none uses `os.close`."""
+    package = Path(__file__).resolve().parents[2] / "brain"
+    users = [str(path.relative_to(package)) for path in sorted(package.rglob("*.py"))
+             if "os.close(" in path.read_text(encoding="utf-8")]
+    assert users == []

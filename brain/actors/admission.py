@@ -48,9 +48,10 @@ class Backlog:
         entry.append((msg, sender, time.monotonic()))
         return True
 
-    def owes_run(self, session_id: str) -> bool:
-        """True when the session's admitted turn already waits here for an actor."""
-        return any(isinstance(msg.command, RunAdmitted)
+    def owes(self, session_id: str, kind: type) -> bool:
+        """True when owed work of this kind (`RunAdmitted`, `Recover`) already waits here for
+        the session's actor: a repeated hand-over is not queued twice."""
+        return any(isinstance(msg.command, kind)
                    for msg, _, _ in self._sessions.get(session_id, ()))
 
     def put_first(self, session_id: str, waiting: Waiting) -> None:

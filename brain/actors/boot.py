@@ -43,11 +43,10 @@ from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     FillPool,
-    Recover,
     Services,
-    ToSession,
 )
 from brain.actors.proctitle import name_thespian_processes
+from brain.actors.recovery_hand_over import hand_over_recoveries
 from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.actors.thespian_select import use_one_shot_poll
 from brain.logs import configure_root, thespian_log_defs
@@ -297,8 +296,7 @@ def main() -> int:
         fill_session_pool(asys, registry)
         if settings.member is not None:
             watch_convention(asys, settings.member)
-        for session_id in sessions_in_flight(settings.sessions_path):
-            asys.tell(registry, ToSession(f"recover-{session_id}", session_id, Recover()))
+        hand_over_recoveries(asys, registry, sessions_in_flight(settings.sessions_path))
         write_run_record(settings, port)
         print(f"ready {port}", flush=True)
         while not stop.wait(1.0):

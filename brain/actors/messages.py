@@ -87,6 +87,16 @@ class AdmittedTurns(Message):
     session_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class RecoverSessions(Message):
+    """Boot → registry, at start-up: sessions a crash left with work in flight (one `Recover`
+    each), in batches. Confirmed like `AdmittedTurns`: the registry answers `Reply(request_id)`
+    once it holds them, and boot sends a batch again until it does."""
+
+    request_id: str
+    session_ids: tuple[str, ...]
+
+
 Command = (CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
            | RunAdmitted)
 

@@ -38,6 +38,7 @@ from brain.actors.messages import (
     FillPool,
     MetricsReport,
     Recover,
+    RecoverSessions,
     RefillPool,
     Released,
     Reply,
@@ -154,12 +155,21 @@ class Registry(TracedDispatcher):
         """Take the batch into the registry's care, then say so: until the worker hears that,
         it sends the batch again. A repeat is harmless: one already waiting in the backlog is
         not queued twice, and an actor given one for a turn that runs or ran does nothing."""
-        for session_id in msg.session_ids:
-            if not self._backlog.owes_run(session_id):
-                self.receiveMsg_ToSession(ToSession(f"admitted-{session_id}", session_id,
-                                                    RunAdmitted()), None)
+        self._take_owed(msg.request_id, msg.session_ids, "admitted", RunAdmitted, sender)
+
+    def receiveMsg_RecoverSessions(self, msg: RecoverSessions, sender: Any) -> None:
+        """The start-up scan's sessions, taken and confirmed the same way (a repeated
+        recovery records nothing: the first one did)."""
+        self._take_owed(msg.request_id, msg.session_ids, "recover", Recover, sender)
+
+    def _take_owed(self, request_id: str, session_ids: tuple[str, ...], label: str,
+                   kind: type, sender: Any) -> None:
+        for session_id in session_ids:
+            if not self._backlog.owes(session_id, kind):
+                self.receiveMsg_ToSession(ToSession(f"{label}-{session_id}", session_id,
+                                                    kind()), None)
         if sender is not None:
-            self.send(sender, Reply(msg.request_id, body={"taken": len(msg.session_ids)}))
+            self.send(sender, Reply(request_id, body={"taken": len(session_ids)}))
 
     def _can_open(self) -> bool:
         return len(self._slots) < self._max_serving and bool(self._pool.idle)

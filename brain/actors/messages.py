@@ -73,7 +73,11 @@ class Recover(Message):
 @dataclass(frozen=True)
 class RunAdmitted(Message):
     """Web → registry → session: run the turn a web worker admitted without an actor
-    (brain/web/admission.py). Opening the journal starts it; nobody waits for an answer."""
+    (brain/web/admission.py). Opening the journal starts it; nobody waits for an answer.
+    `handed_back`: times a session actor found the journal locked and gave the turn back to
+    the registry (brain/actors/session.py, `HAND_BACK_SECS`)."""
+
+    handed_back: int = 0
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ from brain.actors.messages import (
     ReleaseMe,
     Reply,
     ReportRelease,
+    RunAdmitted,
+    ToSession,
     Warmed,
     WarmUp,
 )
@@ -54,7 +56,7 @@ from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
 from brain.admitted import clear_admitted
-from brain.journal import CorruptJournal, JournalError, JournalWriter
+from brain.journal import CorruptJournal, JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
 from brain.sessions import core
@@ -84,6 +86,17 @@ log = logging.getLogger(__name__)
 
 
 POOLED_ROLE = "pooled session"
+
+HAND_BACK_SECS = (1.0, 2.0, 4.0, 8.0, 16.0)
+"""Pauses before an admitted turn whose journal was locked goes back to the registry, one per
+hand-back (see `_hand_back`)."""
+
+
+@dataclass(frozen=True)
+class HandBack:
+    """The actor's own timer: send `message` (an admitted turn) to the registry again."""
+
+    message: ToSession
 
 
 class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
@@ -192,12 +205,31 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         try:
             refused, set_up = self._open_for(msg.command)
             self._step(Command(msg, refused, set_up))
-        except Exception:
-            log.exception("session %s: command %s failed", msg.session_id,
-                          type(msg.command).__name__)
+        except Exception as exc:
+            if isinstance(exc, JournalLocked) and isinstance(msg.command, RunAdmitted):
+                self._hand_back(msg.session_id, msg.command)
+            else:
+                log.exception("session %s: command %s failed", msg.session_id,
+                              type(msg.command).__name__)
             if self.core is not None and self.core.handled == handled:
                 # Counted and answered all the same: the registry's release count stays exact.
                 self._step(Command(msg, errors.Internal("internal error")))
+
+    def _hand_back(self, session_id: str, command: RunAdmitted) -> None:
+        """The journal of an admitted turn stayed locked through the open's bounded wait: give
+        the turn back to the registry a little later rather than drop it (its client has its
+        202 and may only ever read the status). The turn runs once, whichever actor opens the
+        journal first: the open runs it only while nothing of it has run."""
+        attempt = command.handed_back
+        if attempt >= len(HAND_BACK_SECS):
+            log.error("session %s: journal still locked after %d hand-backs; its admitted turn "
+                      "runs at the session's next command", session_id, attempt)
+            return
+        secs = HAND_BACK_SECS[attempt]
+        log.warning("session %s: journal locked; the admitted turn goes back to the registry "
+                    "in %.0f s", session_id, secs)
+        self.wakeupAfter(secs, HandBack(ToSession(f"admitted-{session_id}", session_id,
+                                                  RunAdmitted(attempt + 1))))
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
         for item in self.bridge.drain():
@@ -230,6 +262,9 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
             self._step_all(mine)
 
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if isinstance(msg.payload, HandBack):
+            self.send(self.registry, msg.payload.message)
+            return
         if isinstance(msg.payload, ReportRelease):
             self._report_after(self._reports.due(self.core is not None, time.monotonic(),
                                                  self._backlog_waits))

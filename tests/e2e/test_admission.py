@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from brain.actors.admission_board import BoardReader
-from brain.journal import JournalScan
+from brain.journal import JournalScan, JournalWriter
 from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
 
@@ -133,6 +133,34 @@ def test_an_admitted_turn_cut_off_by_a_crash_fails_interrupted_and_never_runs(tm
         assert failed[-1]["data"]["error"]["code"] == "interrupted"
         time.sleep(1.0)  # nothing runs it later either
         assert "activation_started" not in kinds(server, waiting)[sequence - 1:]
+    finally:
+        server.kill()
+
+
+def test_an_admitted_turn_whose_journal_stays_locked_is_handed_back_and_runs(tmp_path):
+    """The actor handed an admitted turn finds the journal locked past its bounded wait (here
+    the test holds the lock): the turn goes back to the registry and runs once it is free."""
+    server = slow_server(tmp_path, 2000).start()
+    try:
+        running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
+        assert submit(server, running)[0].status_code == 202
+        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
+                 what="the first turn holds the only actor")
+        resp, _ = submit(server, waiting)
+        assert resp.status_code == 202, resp.text
+        sequence = resp.json()["sequence"]
+        holder = JournalWriter.open(server.data_dir / "sessions" / waiting / "journal")
+        try:
+            wait_for(lambda: "the admitted turn goes back to the registry"
+                     in server.log_path.read_text(errors="replace"),
+                     timeout=30, what="the actor gave the turn back")
+            assert kinds(server, waiting)[sequence - 1:] == ["turn_started"], "not run yet"
+        finally:
+            holder.close()
+        wait_for(lambda: settled(server, waiting), timeout=30, what="the turn ran")
+        after = kinds(server, waiting)[sequence - 1:]
+        assert after[-2:] == ["activation_ended", "turn_ended"]
+        assert after.count("activation_started") == 1
     finally:
         server.kill()
 

@@ -111,16 +111,22 @@ def test_submits_are_admitted_while_the_only_actor_is_busy(one_actor):
     wait_for(lambda: settled(server, ids[0]), timeout=30, what="turn over")
 
 
+def admitted_behind_a_busy_actor(server: BrainServer) -> tuple[str, str, int]:
+    """Two sessions on a one-actor server: the first's turn holds the actor, the second's is
+    admitted and waits. The two session ids and the waiting turn's sequence."""
+    running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
+    assert submit(server, running)[0].status_code == 202
+    wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
+             what="the first turn holds the only actor")
+    resp, _ = submit(server, waiting)
+    assert resp.status_code == 202, resp.text
+    return running, waiting, resp.json()["sequence"]
+
+
 def test_an_admitted_turn_cut_off_by_a_crash_fails_interrupted_and_never_runs(tmp_path):
     server = slow_server(tmp_path, 8000).start()
     try:
-        running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
-        assert submit(server, running)[0].status_code == 202
-        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
-                 what="the first turn holds the only actor")
-        resp, _ = submit(server, waiting)
-        assert resp.status_code == 202, resp.text
-        sequence = resp.json()["sequence"]
+        running, waiting, sequence = admitted_behind_a_busy_actor(server)
         time.sleep(0.5)
         assert kinds(server, waiting)[sequence - 1:] == ["turn_started"]  # admitted, not run
         server.kill()
@@ -142,13 +148,7 @@ def test_an_admitted_turn_whose_journal_stays_locked_is_handed_back_and_runs(tmp
     the test holds the lock): the turn goes back to the registry and runs once it is free."""
     server = slow_server(tmp_path, 2000).start()
     try:
-        running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
-        assert submit(server, running)[0].status_code == 202
-        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
-                 what="the first turn holds the only actor")
-        resp, _ = submit(server, waiting)
-        assert resp.status_code == 202, resp.text
-        sequence = resp.json()["sequence"]
+        _, waiting, sequence = admitted_behind_a_busy_actor(server)
         holder = JournalWriter.open(server.data_dir / "sessions" / waiting / "journal")
         try:
             wait_for(lambda: "the admitted turn goes back to the registry"

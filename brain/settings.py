@@ -133,14 +133,25 @@ SETTINGS: tuple[Setting, ...] = (
             "sessions one pooled session actor serves before it exits and a fresh fork takes "
             "its place; 0 = never recycled"),
     Setting("max_session_actors", "BRAIN_MAX_SESSION_ACTORS", 64, _positive_int,
-            "sessions served by an actor at once (each a process); beyond it commands wait "
-            "in the admission backlog"),
-    Setting("admission_backlog", "BRAIN_ADMISSION_BACKLOG", 2000, _non_negative_int,
+            "sessions whose Agentloop computes in an actor at once (each a process); a turn "
+            "that waits on a model or Tool holds none; beyond it commands wait in the "
+            "admission backlog"),
+    Setting("admission_backlog", "BRAIN_ADMISSION_BACKLOG", None, _non_negative_int,
             "sessions whose admitted turns or commands may wait for an actor; beyond it new "
-            "work is refused with 503 `overloaded` and Retry-After"),
-    Setting("admission_wait_secs", "BRAIN_ADMISSION_WAIT_SECS", 10, _positive_int,
+            "work is refused with 503 `overloaded` and Retry-After; unset = bounded by the "
+            "memory budget alone", "unset"),
+    Setting("admission_wait_secs", "BRAIN_ADMISSION_WAIT_SECS", 60, _positive_int,
             "how long a command (a sync send, an end, ...) waits in the backlog for an actor "
             "before it is refused with 503 `overloaded`; admitted turns always run"),
+    Setting("memory_reserve_mb", "BRAIN_MEMORY_RESERVE_MB", None, _non_negative_int,
+            "the memory budget: when the memory left to Brain (MemAvailable, or its cgroup's "
+            "memory.max less its use) falls below this many MiB, new sessions and turns are "
+            "refused with 503 `overloaded` and Retry-After; unset = 5% of the machine's "
+            "memory, at least 256; 0 = never refused for memory", "unset"),
+    Setting("suspend_after_ms", "BRAIN_SUSPEND_AFTER_MS", 50, _non_negative_int,
+            "how long a turn's model or Tool call may run before its turn is suspended (the "
+            "Agentloop's instance dropped and its actor let go, to resume by replay when the "
+            "outcome comes); 0: at once. A call starts suspended while work waits for an actor"),
     Setting("drain_secs", "BRAIN_DRAIN_SECS", 60, _non_negative_int,
             "how long SIGTERM drain waits for admitted work"),
     Setting("trace", "BRAIN_TRACE", None, _optional_path,
@@ -208,8 +219,10 @@ class Settings:
     session_pool_size: int
     session_actor_sessions: int
     max_session_actors: int
-    admission_backlog: int
+    admission_backlog: int | None
     admission_wait_secs: int
+    suspend_after_ms: int
+    memory_reserve_mb: int | None
     drain_secs: int
     trace: Path | None
     trace_all: bool

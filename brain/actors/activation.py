@@ -5,10 +5,15 @@ The Agentloop runs in a thread of the session actor's process. Each guest call i
 thread waits for the actor's answer: the actor alone commits to the journal, so every guest call
 is ordered in the one journal. When the guest returns, fails or is stopped, the thread posts an
 ActivationFinished the same way.
+
+A suspended turn's waiting guest call is answered `SUSPENDED`: the guest is unwound and its
+instance dropped. A resumed activation first answers its guest calls from its `Replay`, on this
+thread, until the replay is done (brain/sessions/replay.py); then its calls go to the actor.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,11 +21,18 @@ from typing import Any
 
 from brain.actors.bridge import ThreadBridge
 from brain.actors.worker_threads import WorkerThreads
+from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import ActivationFinished
 from brain.settings import Settings
 
+log = logging.getLogger(__name__)
+
 # The actor answers every guest call; this bound only keeps a thread from outliving a lost actor.
 GUEST_CALL_ANSWER_SECS = 24 * 3600.0 + 60.0
+
+SUSPENDED: dict[str, Any] = {"suspended": True}
+"""The answer that unwinds a guest whose turn is suspended (compared by identity)."""
+SUSPENDED_CODE = "suspended"
 
 
 @dataclass
@@ -93,25 +105,40 @@ _activation_threads = WorkerThreads("activation")
 
 def start_activation(bridge: ThreadBridge, run: Any, turn: int,
                      inline: Callable[[PendingGuestCall], bool] | None = None,
-                     activation: int = 0) -> None:
+                     activation: int = 0, replay: Replay | None = None) -> None:
     """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge.
 
     `inline`, when given, may carry a guest call out on this thread and answer it (True);
-    otherwise the call goes through the bridge (brain/actors/session_inline.py)."""
+    otherwise the call goes through the bridge (brain/actors/session_inline.py). `replay`,
+    for a resumed activation, answers the guest's calls until it is done."""
+    from brain.agentloop import AgentloopError
 
-    def guest_call(op: dict[str, Any]) -> dict[str, Any]:
+    def live_call(op: dict[str, Any]) -> dict[str, Any]:
         call = PendingGuestCall(op, turn=turn, activation=activation)
         if inline is not None and inline(call):
-            return call.answer.get_nowait()
-        bridge.post(call)
+            answer = call.answer.get_nowait()
+        else:
+            bridge.post(call)
+            try:
+                answer = call.answer.get(timeout=GUEST_CALL_ANSWER_SECS)
+            except queue.Empty:
+                return {"error": {"code": "internal", "message": "session actor did not answer"}}
+        if answer is SUSPENDED:
+            raise AgentloopError(SUSPENDED_CODE, "the turn was suspended")
+        return answer
+
+    def guest_call(op: dict[str, Any]) -> dict[str, Any]:
+        if replay is None or replay.done:
+            return live_call(op)
         try:
-            return call.answer.get(timeout=GUEST_CALL_ANSWER_SECS)
-        except queue.Empty:
-            return {"error": {"code": "internal", "message": "session actor did not answer"}}
+            return replay.answer(op)
+        except Diverged as exc:
+            raise AgentloopError(exc.code, exc.message) from None
+        except Exception:  # a Brain bug: the guest must never be told something else
+            log.exception("replay of guest call %r failed", op.get("op"))
+            raise AgentloopError("internal", "the replay of a guest call failed") from None
 
     def body() -> None:
-        from brain.agentloop import AgentloopError
-
         try:
             result = run(guest_call)
         except AgentloopError as exc:
@@ -120,7 +147,12 @@ def start_activation(bridge: ThreadBridge, run: Any, turn: int,
             finished = ActivationFinished(turn, None, {"code": "internal",
                                                        "message": type(exc).__name__})
         else:
-            finished = ActivationFinished(turn, result, None)
+            if replay is not None and not replay.done:
+                diverged = replay.returned()
+                finished = ActivationFinished(turn, None, {"code": diverged.code,
+                                                           "message": diverged.message})
+            else:
+                finished = ActivationFinished(turn, result, None)
         bridge.post(ActivationDone(activation, finished))
 
     _activation_threads.submit(body, name=f"activation-{turn}")

@@ -1,14 +1,17 @@
 """The registry's admission backlog: sessions whose work waits for a session actor.
 
-A session actor is a process, and a turn holds its session's actor until it ends, so the number
-of sessions served at once is bounded (`BRAIN_MAX_SESSION_ACTORS`). Work beyond that waits here,
+A session actor is a process, and a turn holds its session's actor while its Agentloop computes
+(a turn waiting on its model or Tools is suspended and holds none), so the number of sessions
+served at once is bounded (`BRAIN_MAX_SESSION_ACTORS`). Work beyond that waits here,
 per session and in arrival order, until an actor frees: one entry per session, so a session's
-commands keep their order and it never gets two actors. The backlog is bounded too
-(`BRAIN_ADMISSION_BACKLOG` sessions): past it a command is refused `overloaded` at once. A
+commands keep their order and it never gets two actors. The backlog is bounded by the memory
+budget (brain/memory_budget.py: past it a new session or turn is refused `overloaded` at once),
+and by `BRAIN_ADMISSION_BACKLOG` sessions where that is set. A
 command (a sync send, an end, a cancel, a recovery) that waited `BRAIN_ADMISSION_WAIT_SECS` is
 refused the same way, with nothing done, rather than hold its client. A `RunAdmitted` is never
 refused nor expired: its turn_started is durable and its client has its 202, so it runs. Nor is
-a `Recover` (work a crash or a dead actor left, which must be recorded, and nobody retries).
+a `Recover` (work a crash or a dead actor left, which must be recorded, and nobody retries), nor
+the outcomes and deadlines of suspended turns (`Outcomes`, `ExpireTurn`).
 """
 
 from __future__ import annotations
@@ -18,15 +21,27 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
-from brain.actors.messages import Recover, RunAdmitted, ToSession
+from brain.actors.messages import (
+    CreateSession,
+    ExpireTurn,
+    Outcomes,
+    Recover,
+    RunAdmitted,
+    StartTurn,
+    ToSession,
+)
 
 Waiting = list[tuple[ToSession, Any]]
-OWED = (RunAdmitted, Recover)
-"""Work Brain owes a session whatever the load: never refused, never expired."""
+OWED = (RunAdmitted, Recover, Outcomes, ExpireTurn)
+"""Work Brain owes a session whatever the load: never refused, never expired (an outcome or a
+deadline of a suspended turn is owed to the turn as an admitted one is)."""
+NEW_WORK = (CreateSession, StartTurn)
+"""Work that takes on memory, refused while the memory budget is exhausted
+(brain/memory_budget.py); cancels, ends and deletes give memory back and always pass."""
 
 
 class Backlog:
-    def __init__(self, limit: int, wait_secs: float) -> None:
+    def __init__(self, limit: int | None, wait_secs: float) -> None:
         self.limit = limit
         self.wait_secs = wait_secs
         self._sessions: OrderedDict[str, list[tuple[ToSession, Any, float]]] = OrderedDict()
@@ -42,7 +57,8 @@ class Backlog:
         Owed work is always queued: refusing an admitted turn would drop accepted work."""
         entry = self._sessions.get(msg.session_id)
         if entry is None:
-            if len(self._sessions) >= self.limit and not isinstance(msg.command, OWED):
+            if self.limit is not None and len(self._sessions) >= self.limit \
+                    and not isinstance(msg.command, OWED):
                 return False
             entry = self._sessions[msg.session_id] = []
         entry.append((msg, sender, time.monotonic()))

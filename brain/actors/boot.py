@@ -41,6 +41,7 @@ from brain.actors.messages import (
     HOST_DISPATCHER_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
+    REGISTRY_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     FillPool,
     Services,
@@ -115,9 +116,11 @@ def create_singletons(asys: object) -> dict[str, object]:
     }
 
 
-SERVICE_USERS = (TOOL_EXECUTOR_GLOBAL_NAME, ENVIRONMENT_EXECUTOR_GLOBAL_NAME)
+SERVICE_USERS = (MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME,
+                 ENVIRONMENT_EXECUTOR_GLOBAL_NAME)
 """Shared actors that send to other shared actors (the executors offer host calls to the
-HostDispatcher); like the registry, they get every resolved address from here."""
+HostDispatcher, and send parked effects' outcomes to the registry); like the registry, they
+get every resolved address from here."""
 
 
 def hand_out_services(asys: object, registry: object, services: dict[str, object]) -> None:
@@ -127,8 +130,9 @@ def hand_out_services(asys: object, registry: object, services: dict[str, object
     leave before `ready` is printed, so before gunicorn starts and any session can exist; an
     executor that somehow has no dispatcher address yet fails a host call with `error`, unsent.
     """
+    with_registry = Services({**services, REGISTRY_GLOBAL_NAME: registry})
     for user in SERVICE_USERS:
-        asys.tell(services[user], Services(services))  # type: ignore[attr-defined]
+        asys.tell(services[user], with_registry)  # type: ignore[attr-defined]
     asys.tell(registry, Services(services))  # type: ignore[attr-defined]
 
 

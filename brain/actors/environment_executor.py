@@ -22,6 +22,7 @@ from brain.settings import Settings
 class EnvironmentExecutor(HostCallingExecutor):
     thread_prefix = "env"
     trace_name = "environment_executor"
+    parks = False  # creation, ending and deletion hold their session's actor: nothing suspends
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -8,19 +8,44 @@ message is handled: handing it to a thread and back cost more than the effect.
 
 Outcomes ready together go back together: one message per session actor (an OutcomeBatch when
 there are several), so their outcomes are committed in one batch there.
+
+An effect still running after the suspension grace (BRAIN_SUSPEND_AFTER_MS), or from its start
+when work waits for a session actor (the admission board shows a backlog), is parked: the
+session actor is told `Parked`, and the outcome goes to the registry instead, which routes it
+to whichever actor holds the session then, opening it again if its turn was suspended
+(brain/sessions/suspension.py). Exactly one of the two reaches the actor that sent the effect.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import Any
 
+from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
-from brain.actors.messages import EffectBatch, EffectDone, OutcomeBatch
+from brain.actors.messages import (
+    REGISTRY_GLOBAL_NAME,
+    EffectBatch,
+    EffectDone,
+    OutcomeBatch,
+    ParkAll,
+    Parked,
+    Services,
+)
 from brain.actors.trace import TracedDispatcher
 from brain.actors.worker_threads import WorkerThreads
 from brain.effects import Outcome
+from brain.settings import Settings
+
+
+@dataclass(frozen=True)
+class ParkDue:
+    """The executor's own timer: the effect's suspension grace is over."""
+
+    session_id: str
+    started: int
 
 
 class ExecutorActor(BridgedActor):
@@ -32,24 +57,59 @@ class ExecutorActor(BridgedActor):
     """
 
     thread_prefix = "effect"
+    parks = True  # a turn's effects may be parked; the Environment executor's are not
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cancels: dict[tuple[str, int], threading.Event] = {}
         self.threads = WorkerThreads(self.thread_prefix)
         self._ready: list[tuple[Any, EffectDone]] = []  # outcomes of effects run at once
+        self.services: dict[str, Any] = {}
+        self.routes: dict[tuple[str, int], Any] = {}  # effect → where its outcome goes
+        self._unparked: set[tuple[str, int]] = set()  # running effects that may still park
+        settings = Settings.from_env()
+        self._grace = settings.suspend_after_ms / 1000.0
+        self._board = BoardReader(settings.data_path)
+
+    def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
+        self.services = dict(msg.addresses)
 
     def start_effect(self, msg: Any, sender: Any) -> None:
         cancel = threading.Event()
         if self.runs_at_once(msg):
             self._ready.append((sender, self._guarded_run(msg, cancel)))
             return
-        self.cancels[(msg.session_id, msg.started)] = cancel
+        key = (msg.session_id, msg.started)
+        self.cancels[key] = cancel
+        self.routes[key] = sender
 
         def body() -> None:
             self.bridge.post((sender, self._guarded_run(msg, cancel)))
 
         self.threads.submit(body, name=f"{self.thread_prefix}-{msg.session_id}-{msg.started}")
+        if self.parks and self.services.get(REGISTRY_GLOBAL_NAME) is not None:
+            self._unparked.add(key)
+            if self._grace <= 0 or self._board.read()[0] > 0:
+                self._park(key)
+            else:
+                self.wakeupAfter(self._grace, ParkDue(*key))
+
+    def _park(self, key: tuple[str, int]) -> None:
+        """The effect's outcome goes to the registry from now on; its session actor hears so."""
+        if key not in self._unparked:
+            return  # finished already, or parked already
+        self._unparked.discard(key)
+        actor = self.routes[key]
+        self.routes[key] = self.services[REGISTRY_GLOBAL_NAME]
+        self.send(actor, Parked(*key))
+
+    def receiveMsg_WakeupMessage(self, msg: Any, sender: Any) -> None:
+        if isinstance(msg.payload, ParkDue):
+            self._park((msg.payload.session_id, msg.payload.started))
+
+    def receiveMsg_ParkAll(self, msg: ParkAll, sender: Any) -> None:
+        for key in list(self._unparked):
+            self._park(key)
 
     def _guarded_run(self, msg: Any, cancel: threading.Event) -> EffectDone:
         try:
@@ -113,5 +173,7 @@ class ExecutorActor(BridgedActor):
         """One item a thread posted: by default a finished effect's `(session actor, done)`,
         returned to be sent; None for an item handled here."""
         reply_to, done = item
-        self.cancels.pop((done.session_id, done.started), None)
-        return reply_to, done
+        key = (done.session_id, done.started)
+        self.cancels.pop(key, None)
+        self._unparked.discard(key)
+        return self.routes.pop(key, reply_to), done

@@ -22,7 +22,6 @@ from brain.actors.messages import (
     HostCallOffer,
     HostCallVerdict,
     HostCancel,
-    Services,
 )
 from brain.host import CANCEL_GRACE_SECS, HostCallFailed, HostRunner, call_id_of
 
@@ -36,13 +35,9 @@ class HostCallingExecutor(ExecutorActor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.services: dict[str, Any] = {}
         self._answers: dict[str, queue.SimpleQueue] = {}  # call id → the waiting thread's queue
         self._answers_lock = threading.Lock()
         self._offered: set[str] = set()  # call ids sent to the dispatcher (actor thread only)
-
-    def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
-        self.services = dict(msg.addresses)
 
     def host_runner(self, session_id: str, started: int) -> HostRunner:
         """The runner `run_tool` / `open_environment` call for the effect `started`; it runs in

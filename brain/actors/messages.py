@@ -101,8 +101,26 @@ class RecoverSessions(Message):
     session_ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Outcomes(Message):
+    """Registry → session actor: effect outcomes an executor sent to the registry because the
+    effects were parked (`Parked`): their session's turn may be suspended, held by no actor.
+    Delivered like a command, so the registry's count of what an actor handled stays exact;
+    nobody waits for an answer, and it is never refused (brain/actors/admission.py)."""
+
+    outcomes: tuple[EffectDone, ...]
+
+
+@dataclass(frozen=True)
+class ExpireTurn(Message):
+    """Registry → session actor: the turn `turn`, suspended, passed BRAIN_MAX_TURN_SECS while
+    no actor held it (the registry keeps suspended turns' deadlines)."""
+
+    turn: int
+
+
 Command = (CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
-           | RunAdmitted)
+           | RunAdmitted | Outcomes | ExpireTurn)
 
 
 @dataclass(frozen=True)
@@ -136,6 +154,8 @@ class Delivered(Message):
     reply_to: Any  # ActorAddress of the asking web endpoint, or None for fire-and-forget
     services: dict[str, Any] = field(default_factory=dict)
     busy: bool = False  # more sessions served at once than CPUs: report releases late
+    first: bool = False  # the first command since the registry gave this actor the session
+    suspended: Any = None  # with `first`: the session's suspended turn (a sessions.state.Turn)
 
 
 @dataclass(frozen=True)
@@ -153,11 +173,14 @@ class Reply(Message):
 
 @dataclass(frozen=True)
 class ReleaseMe(Message):
-    """The session core → its actor: idle now, and its retention says release. The actor drops
-    the session and tells the registry with `Released`; `handled` counts the commands it took."""
+    """The session core → its actor: idle now, and its retention says release; or its turn
+    waits on parked effects only (`suspended`, a sessions.state.Turn), so the turn is
+    suspended and nothing of it stays in the process. The actor drops the session and tells
+    the registry with `Released`; `handled` counts the commands it took."""
 
     session_id: str
     handled: int
+    suspended: Any = None
 
 
 @dataclass(frozen=True)
@@ -174,6 +197,7 @@ class Released(Message):
     counters: dict[Any, float] = field(default_factory=dict)
     observations: dict[str, list[float]] = field(default_factory=dict)
     opens: int = 1  # times the session was opened in the actor since its last report
+    suspended: Any = None  # the suspended turn the registry keeps until an outcome comes
 
 
 @dataclass(frozen=True)
@@ -282,6 +306,23 @@ class EffectDone(Message):
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     events: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Parked(Message):
+    """Executor → session actor: the effect `started` did not end within the suspension grace
+    (BRAIN_SUSPEND_AFTER_MS), or work waits for a session actor, so its outcome will go to the
+    registry instead of here. Exactly one of Parked and the EffectDone reaches the actor that
+    sent the effect. A turn whose every pending effect is parked is suspended."""
+
+    session_id: str
+    started: int
+
+
+@dataclass(frozen=True)
+class ParkAll(Message):
+    """Registry → executors: work has started to wait for a session actor; park every effect
+    still running (its turn then lets its actor go) instead of waiting out the grace."""
 
 
 @dataclass(frozen=True)

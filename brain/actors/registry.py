@@ -16,10 +16,18 @@ on a message's path, so a burst's commands are not queued behind them. A command
 `BRAIN_ADMISSION_WAIT_SECS`, or that finds the backlog full, is refused `overloaded` (503); an
 admitted turn never is. It never touches a journal and never waits on anybody, so it stays
 responsive however slow a session is.
+
+Suspended turns (brain/sessions/suspension.py): a session actor that let its session go with a
+turn waiting on parked effects hands the turn over in its `Released`; the registry keeps it,
+with its deadline, and gives it to the actor that opens the session next, with the first
+command forwarded there (`Delivered.first`, `.suspended`). Executors send parked effects'
+outcomes here; each is forwarded like a command (`Outcomes`), opening the session if no actor
+holds it, and never refused. A suspended turn whose deadline passes gets `ExpireTurn`.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import time
@@ -28,15 +36,22 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
-from brain.actors.admission import Backlog
+from brain.actors.admission import NEW_WORK, Backlog
 from brain.actors.admission_board import BoardWriter
 from brain.actors.convention import accepts_member
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
+    MODEL_EXECUTOR_GLOBAL_NAME,
+    TOOL_EXECUTOR_GLOBAL_NAME,
     AdmittedTurns,
     Delivered,
+    EffectDone,
+    ExpireTurn,
     FillPool,
     MetricsReport,
+    OutcomeBatch,
+    Outcomes,
+    ParkAll,
     Recover,
     RecoverSessions,
     RefillPool,
@@ -51,6 +66,7 @@ from brain.actors.messages import (
 )
 from brain.actors.pool import PooledActor, SessionActorPool
 from brain.actors.trace import TracedDispatcher
+from brain.memory_budget import MemoryBudget
 from brain.metrics import MetricBatch
 from brain.settings import Settings
 
@@ -93,11 +109,17 @@ class SweepBacklog:
     """The registry's own timer: refuse commands that waited too long for an actor."""
 
 
+@dataclass(frozen=True)
+class SuspendedDeadlines:
+    """The registry's own timer: a suspended turn's deadline may have passed."""
+
+
 @dataclass
 class SessionSlot:
     actor: PooledActor
     forwarded: int = 0  # commands sent to the actor since it (re)opened the session
     asked_to_report: bool = False  # ReportRelease sent since the last command forwarded
+    fresh: bool = True  # nothing forwarded yet: the first Delivered carries the suspension
 
 
 class Registry(TracedDispatcher):
@@ -127,15 +149,22 @@ class Registry(TracedDispatcher):
         self._last_fork = 0.0
         self._sweep_armed = False
         self._metrics = MetricBatch()  # deltas from Released, until the next FlushMetrics
+        self._memory = MemoryBudget(settings.memory_reserve_mb)
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
+        self._suspended: dict[str, Any] = {}  # session → its suspended turn (no actor holds it)
+        self._deadlines: list[tuple[int, str, int]] = []  # (deadline ms, session, turn) heap
+        self._deadline_armed_at: int | None = None
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         self._last_command = time.monotonic()
-        if isinstance(msg.command, RunAdmitted):
-            sender = None  # fire-and-forget: the web worker already answered its client
+        if isinstance(msg.command, RunAdmitted | Outcomes | ExpireTurn):
+            sender = None  # fire-and-forget: nobody waits for an answer
+        if isinstance(msg.command, NEW_WORK) and self._memory.exhausted():
+            self._refuse(msg, sender, self._memory.refusal_message())
+            return
         slot = self._slots.get(msg.session_id)
         if slot is not None:
             self._forward(slot, msg, sender)
@@ -148,8 +177,24 @@ class Registry(TracedDispatcher):
             self._backlog_changed()
             if was_empty:  # while it stays, actors see it on the board and report at once
                 self._ask_for_reports()
+                self._park_everything()
             return
         self._forward(self._open(msg.session_id), msg, sender)
+
+    def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
+        self._route_outcomes((msg,))
+
+    def receiveMsg_OutcomeBatch(self, msg: OutcomeBatch, sender: Any) -> None:
+        self._route_outcomes(msg.outcomes)
+
+    def _route_outcomes(self, outcomes: tuple[EffectDone, ...]) -> None:
+        """Parked effects' outcomes, one command per session, to whoever holds it now."""
+        by_session: dict[str, list[EffectDone]] = {}
+        for done in outcomes:
+            by_session.setdefault(done.session_id, []).append(done)
+        for session_id, dones in by_session.items():
+            self.receiveMsg_ToSession(ToSession(f"outcome-{session_id}-{dones[0].started}",
+                                                session_id, Outcomes(tuple(dones))), None)
 
     def receiveMsg_AdmittedTurns(self, msg: AdmittedTurns, sender: Any) -> None:
         """Take the batch into the registry's care, then say so: until the worker hears that,
@@ -279,6 +324,9 @@ class Registry(TracedDispatcher):
         if isinstance(msg.payload, SweepBacklog):
             self._sweep_backlog()
             return
+        if isinstance(msg.payload, SuspendedDeadlines):
+            self._expire_suspended()
+            return
         if not isinstance(msg.payload, RefillPool):
             return
         self._refill_armed = False
@@ -300,12 +348,52 @@ class Registry(TracedDispatcher):
                 slot.asked_to_report = True
                 self.send(slot.actor.address, ReportRelease())
 
+    def _park_everything(self) -> None:
+        """Work waits for an actor: turns waiting on effects let theirs go now rather than
+        after the suspension grace (executors park every effect that starts meanwhile)."""
+        for name in (MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME):
+            executor = self._services.get(name)
+            if executor is not None:
+                self.send(executor, ParkAll())
+
     def _forward(self, slot: SessionSlot, msg: ToSession, sender: Any) -> None:
         slot.forwarded += 1
         slot.asked_to_report = False
+        first, slot.fresh = slot.fresh, False
+        suspended = self._suspended.pop(msg.session_id, None) if first else None
         self.send(slot.actor.address, Delivered(msg.request_id, msg.session_id, msg.command,
                                                 sender, self._services,
-                                                len(self._slots) > self._cpus))
+                                                len(self._slots) > self._cpus, first,
+                                                suspended))
+
+    # --- suspended turns ------------------------------------------------------------------------
+
+    def _keep_suspended(self, session_id: str, turn: Any) -> None:
+        self._suspended[session_id] = turn
+        if turn.deadline_ms is not None:
+            heapq.heappush(self._deadlines, (turn.deadline_ms, session_id, turn.sequence))
+            self._arm_deadlines()
+
+    def _arm_deadlines(self) -> None:
+        if not self._deadlines:
+            return
+        due = self._deadlines[0][0]
+        if self._deadline_armed_at is not None and self._deadline_armed_at <= due:
+            return
+        self._deadline_armed_at = due
+        now_ms = time.time_ns() // 1_000_000
+        self.wakeupAfter(max(0.0, (due - now_ms) / 1000.0) + 0.001, SuspendedDeadlines())
+
+    def _expire_suspended(self) -> None:
+        self._deadline_armed_at = None
+        now_ms = time.time_ns() // 1_000_000
+        while self._deadlines and self._deadlines[0][0] <= now_ms:
+            _, session_id, turn = heapq.heappop(self._deadlines)
+            suspended = self._suspended.get(session_id)
+            if suspended is not None and suspended.sequence == turn:
+                self.receiveMsg_ToSession(ToSession(f"expire-{session_id}-{turn}", session_id,
+                                                    ExpireTurn(turn)), None)
+        self._arm_deadlines()
 
     def receiveMsg_Released(self, msg: Released, sender: Any) -> None:
         """The actor has dropped the session. It is free only when it handled every command
@@ -321,6 +409,8 @@ class Registry(TracedDispatcher):
             slot.forwarded -= msg.handled
             return
         del self._slots[msg.session_id]
+        if msg.suspended is not None:
+            self._keep_suspended(msg.session_id, msg.suspended)
         if not self._pool.returned(slot.actor):
             self.send(sender, ActorExitRequest())  # recycled, or more idle than the pool holds
             self._arm_refill()
@@ -359,7 +449,8 @@ class Registry(TracedDispatcher):
         elif msg == "stats":
             self.send(sender, {"open_sessions": len(self._slots),
                                "pooled_actors": len(self._pool.idle),
-                               "backlog_sessions": len(self._backlog)})
+                               "backlog_sessions": len(self._backlog),
+                               "suspended_turns": len(self._suspended)})
 
 
 def configured_modules(settings: Settings) -> tuple[str, ...]:

@@ -55,6 +55,7 @@ from brain.actors.proctitle import rename_actor_process
 from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
+from brain.actors.session_suspension import SuspendingSession
 from brain.admitted import clear_admitted
 from brain.journal import CorruptJournal, JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher
@@ -72,10 +73,12 @@ from brain.sessions.state import (
     Limits,
     Opened,
     RemoveFiles,
+    ResumeActivation,
     SessionState,
     StartActivation,
     Step,
     StopActivation,
+    SuspendActivation,
     Telemetry,
     new_session,
 )
@@ -99,7 +102,7 @@ class HandBack:
     message: ToSession
 
 
-class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
+class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedActor):
     trace_name = "session"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -113,7 +116,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         self.writer: JournalWriter | None = None
         self._reopening = False
         self._activations = 0  # activations started by this actor process, for their numbers
-        self._void_activations: set[int] = set()  # abandoned by a failed commit
+        self._void_activations: set[int] = set()  # abandoned (a failed commit, a suspension)
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
         self._reports = ReleaseReports()
         self._board = BoardReader(self.settings.data_path)
@@ -151,11 +154,15 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
 
     def _release(self, release: ReleaseMe) -> None:
         """Let go of the session at once; say so soon (brain/actors/release_report.py): until
-        then the registry keeps sending the session's commands here, where it opens again."""
+        then the registry keeps sending the session's commands here, where it opens again.
+        A suspension is said at once: the registry keeps the turn until its outcome comes."""
         counters, observations = self.metrics.take()
         self._drop_session()
         self._reports.add(release.session_id, release.handled, counters, observations,
                           time.monotonic())
+        if release.suspended is not None:
+            self.send(self.registry, self.suspended_release(release, self._reports.take()))
+            return
         self._report_after(self._reports.released(self._backlog_waits))
 
     def _backlog_waits(self) -> bool:
@@ -180,6 +187,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         session_id = self.core.session_id if self.core is not None else ""
         self._flush_metrics()
         self._close_journal()
+        self.forget_history()
         self._fresh_session_state()
         self.lease += 1
         rename_actor_process(POOLED_ROLE)
@@ -203,7 +211,7 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
             self.core = new_session(msg.session_id, _limits(self.settings))
         handled = self.core.handled
         try:
-            refused, set_up = self._open_for(msg.command)
+            refused, set_up = self._open_for(msg.command, self.suspension_for(msg))
             self._step(Command(msg, refused, set_up))
         except Exception as exc:
             if isinstance(exc, JournalLocked) and isinstance(msg.command, RunAdmitted):
@@ -232,15 +240,20 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
                                                   RunAdmitted(attempt + 1))))
 
     def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
+        items_void = []
         for item in self.bridge.drain():
-            if item.activation in self._void_activations:  # one a failed commit abandoned
+            if item.activation in self._void_activations:  # abandoned or suspended
                 if isinstance(item, PendingGuestCall):
                     item.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
+                else:  # its end: the last this activation posts
+                    items_void.append(item.activation)
             elif isinstance(item, PendingGuestCall):
                 self._guest_call(item)
             elif isinstance(item, ActivationDone):
                 self.stopper = None
                 self._step(item.event)
+        for item in items_void:
+            self._void_activations.discard(item)
 
     def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
         self._outcomes((msg,))
@@ -295,10 +308,12 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
     def session_dir(self) -> Path:
         return self.sessions_path / self.core.session_id
 
-    def _open_for(self, command: Any) -> tuple[errors.BrainError | None, frozenset[str]]:
+    def _open_for(self, command: Any, suspended: Any = None
+                  ) -> tuple[errors.BrainError | None, frozenset[str]]:
         """Open the journal for a command (or, kept open since an earlier one, repeat the CRC
-        pass an open makes, so a journal damaged meanwhile takes no write). Returns the
-        refusal, if any, and for a delete the Environments owed a teardown."""
+        pass an open makes, so a journal damaged meanwhile takes no write), carrying on the
+        session's `suspended` turn if it has one. Returns the refusal, if any, and for a
+        delete the Environments owed a teardown."""
         journal_dir = self.session_dir / "journal"
         try:
             if self.writer is not None:
@@ -309,10 +324,12 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return errors.NotFound("no such session"), frozenset()
             else:
-                self.writer = self._open_writer(journal_dir)
+                self.writer = self._open_writer(
+                    journal_dir, suspended.sequence if suspended is not None else None)
                 opened, self.writer.opened = self.writer.opened, None  # folded in the open
+                self.open_history(suspended)
                 admitted = self._admitted_turn(opened)
-                self._step(Opened(opened, admitted))
+                self._step(Opened(opened, admitted, suspended))
                 if admitted is not None:  # its activation_started is durable now
                     clear_admitted(self.session_dir)
         except CorruptJournal as exc:
@@ -408,6 +425,10 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
         elif isinstance(action, StopActivation):
             if self.stopper is not None:
                 self.stopper.stop()
+        elif isinstance(action, SuspendActivation):
+            self.suspend_activation()
+        elif isinstance(action, ResumeActivation):
+            self.resume_activation(action)
         elif isinstance(action, RemoveFiles):
             self._close_journal()
             shutil.rmtree(self.session_dir, ignore_errors=True)
@@ -420,21 +441,28 @@ class SessionActor(SessionJournal, InlineGuestCalls, BridgedActor):
                     out.write(json.dumps(action.line) + "\n")
 
     def _start_activation(self, start: StartActivation) -> None:
-        from brain.agentloop import ActivationStopper  # wasmtime stays out of web workers
-
         max_secs = self.settings.max_turn_secs
         deadline = time.monotonic() + max_secs if max_secs else None
+        self.start_agentloop(start.turn, start.agentloop, start.payload, deadline)
+
+    def start_agentloop(self, turn: int, agentloop: dict[str, Any], payload: dict[str, Any],
+                        deadline: float | None, replay: Any = None) -> None:
+        """Run the Agentloop in its thread: a turn's first activation, or (with `replay`) its
+        resumption in a fresh instance."""
+        from brain.agentloop import ActivationStopper  # wasmtime stays out of web workers
+
         self.stopper = stopper = ActivationStopper()
         self._activations += 1
         self.activation = self._activations
         runtime = agentloop_runtime(self.settings)
         start_activation(
             self.bridge,
-            lambda guest_call: activate_recorded(runtime, start.agentloop, start.payload,
+            lambda guest_call: activate_recorded(runtime, agentloop, payload,
                                                  guest_call, deadline, stopper),
-            start.turn,
+            turn,
             self.inline_guest_call,
             self.activation,
+            replay,
         )
 
     def _reply(self, reply: ClientReply | GuestAnswer) -> None:

@@ -41,14 +41,16 @@ class SessionJournal:
     metrics: MetricBatch
     live: Any
     session_dir: Path
+    note_committed: Any  # session_suspension.py: a resumption's history takes each batch
 
-    def _open_writer(self, journal_dir: Path) -> JournalWriter:
+    def _open_writer(self, journal_dir: Path, history_from: int | None = None) -> JournalWriter:
         """A web worker admitting a turn holds the lock for a few milliseconds
-        (brain/web/admission.py): wait for it, bounded, rather than fail the command."""
+        (brain/web/admission.py): wait for it, bounded, rather than fail the command.
+        `history_from`: a suspended turn's `turn_started` (writer.py, `open`)."""
         deadline = time.monotonic() + LOCK_WAIT_SECS
         while True:
             try:
-                return JournalWriter.open(journal_dir, project=True,
+                return JournalWriter.open(journal_dir, project=True, history_from=history_from,
                                          segment_bytes=self.settings.segment_bytes)
             except JournalLocked:
                 if time.monotonic() > deadline:
@@ -80,6 +82,7 @@ class SessionJournal:
         if committed[-1]["seq"] != records[-1]["seq"] or committed[0]["at"] != records[0]["at"]:
             raise JournalError(f"the session core numbered {records[-1]['seq']}, the journal "
                                f"{committed[-1]['seq']}")
+        self.note_committed(committed)
         for record in committed:
             count_record(self.metrics, record)
         self.trace_commit(self.core.session_id, [r["seq"] for r in committed])

@@ -64,6 +64,14 @@ class TracedDispatcher(ActorTypeDispatcher):
                        "actor": address(self.myAddress), "msg": "commit",
                        "session_id": session_id, "seqs": seqs})
 
+    def trace_mark(self, session_id: str, what: str) -> None:
+        """Record a moment of the session that is no message (a turn suspended, resumed)."""
+        out = writer.tracer()
+        if out is not None:
+            out.write({"dir": "mark", "kind": self.trace_name,
+                       "actor": address(self.myAddress), "msg": what,
+                       "session_id": session_id})
+
     def _log_context(self, message: Any) -> None:
         """What a JSON log line made while handling `message` names (brain/logs.py)."""
         started = getattr(message, "started", None)

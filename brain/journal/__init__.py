@@ -25,6 +25,7 @@ from brain.journal.projection import (
 )
 from brain.journal.reader import PAGE_BYTES, PAGE_EVENTS, SessionReader
 from brain.journal.segments import JournalScan, list_segments
+from brain.journal.timeline import Timeline, read_timeline
 from brain.journal.writer import CHECKPOINT_NAME, DEFAULT_SEGMENT_BYTES, JournalWriter
 
 __all__ = [
@@ -45,12 +46,14 @@ __all__ = [
     "Projection",
     "ProjectionBuilder",
     "SessionReader",
+    "Timeline",
     "WriterBroken",
     "empty_projection",
     "fold",
     "fold_all",
     "list_segments",
     "load_checkpoint",
+    "read_timeline",
     "rfc3339_ms",
     "to_event",
 ]

@@ -55,6 +55,7 @@ class JournalOpening:
     _since_checkpoint: tuple[int, int]
     _flushed: int
     opened: Projection | None
+    history: Any
 
     def write_checkpoint(self, projection: Any) -> None:  # writer.py
         raise NotImplementedError
@@ -72,9 +73,10 @@ class JournalOpening:
             raise JournalLocked(f"{self.journal_dir} is open in another writer") from None
         self._lock_fd = fd
 
-    def _recover(self, project: bool = False) -> None:
+    def _recover(self, project: bool = False, history_from: int | None = None) -> None:
         """`project`: also fold the projection through the last record into `opened`, so the
-        writer's owner need not read the checkpoint and the tail a second time."""
+        writer's owner need not read the checkpoint and the tail a second time; with
+        `history_from`, keep the Timeline from there (writer.py, `open`)."""
         for name in os.listdir(self.journal_dir):
             if name.endswith(".seg" + TEMP_SUFFIX):  # a segment whose creation never finished
                 log.warning("journal %s: removing unfinished segment %s", self.journal_dir, name)
@@ -120,7 +122,7 @@ class JournalOpening:
             rebuild = fold  # no checkpoint to use: the fold is the rebuild
         scan = JournalScan(self.journal_dir, start.cursor if start else None, segments=segments)
         try:
-            self._replay(scan, rebuild or fold)
+            self._replay(scan, rebuild or fold, history_from if project else None)
         except CorruptJournal as exc:
             if distrusted:
                 self._drop_checkpoint(exc)
@@ -157,18 +159,27 @@ class JournalOpening:
             self.opened = fold.build()
         # A checkpoint that is there but unusable is replaced now; a missing one only when due
         # (a young session's whole journal replays faster than a checkpoint is written).
-        if rebuild is not None and self.last_seq > 0 and (why != "missing" or self.checkpoint_due):
+        due = self.checkpoint_due and history_from is None
+        if rebuild is not None and self.last_seq > 0 and (why != "missing" or due):
             self.write_checkpoint(self.opened if fold is not None else rebuild.build())
 
-    def _replay(self, scan: JournalScan, rebuild: ProjectionBuilder | None) -> None:
+    def _replay(self, scan: JournalScan, rebuild: ProjectionBuilder | None,
+                history_from: int | None = None) -> None:
         """Read the frames recovery reads: the seek index, the last frame and time, and (when
-        the checkpoint is being rebuilt) the fold of every record."""
+        the checkpoint is being rebuilt) the fold of every record; with `history_from`, the
+        Timeline from that sequence when the fold passes it."""
         length = self._transcript_length
         records, size = 0, 0
+        kept: list[dict[str, Any]] | None = None
         for frame in scan:
             records += 1
             size += FRAME_HEADER_SIZE + frame.header.length
             record = frame.record
+            if kept is None and frame.seq == history_from and rebuild is not None:
+                kept = []
+                self.history = (rebuild.build(), kept)
+            if kept is not None:
+                kept.append(record)
             if wants_seek_point(frame.seq, frame.offset, SEGMENT_HEADER_SIZE):
                 self._index.append(SeekPoint(frame.seq, frame.segment, frame.offset, length))
             if record["kind"] == "transcript_changed":

@@ -110,6 +110,7 @@ class JournalWriter(JournalOpening):
         self._flushed = -1  # bytes of the open segment known flushed (-1: not yet)
         self._since_checkpoint = (0, 0)  # records, frame bytes committed after the checkpoint
         self.opened: Projection | None = None  # the projection at open, when asked for
+        self.history: Any = None  # the Timeline from `history_from`, when asked for
         self._encode = record_encoder()  # this writer's thread only, like the writer
 
     # --- open and recovery ---------------------------------------------------------------------
@@ -123,6 +124,7 @@ class JournalWriter(JournalOpening):
         checkpoint_path: Any = _DEFAULT,
         clock: Callable[[], int] | None = None,
         project: bool = False,
+        history_from: int | None = None,
     ) -> JournalWriter:
         """Open (creating if missing) a journal, recover it, and return its writer.
 
@@ -133,7 +135,10 @@ class JournalWriter(JournalOpening):
         verified by one CRC pass over its segment bytes instead (see `history.py`); it is
         rebuilt from the journal when it is damaged or stale, and when it is missing once it is
         due (`checkpoint_due`). `project=True` also leaves the projection through the last
-        record in `opened`, folded in the same pass.
+        record in `opened`, folded in the same pass. `history_from` (with `project`) also
+        leaves in `history` the projection through `history_from - 1` and every record from
+        it on (a `Timeline`), when the fold passes it (None when the checkpoint is newer);
+        such an open writes no checkpoint that is merely due: the journal is mid-turn.
         """
         if segment_bytes < SEGMENT_HEADER_SIZE + FRAME_HEADER_SIZE:
             raise ValueError("segment_bytes is too small")
@@ -147,7 +152,7 @@ class JournalWriter(JournalOpening):
         _make_dir(self.journal_dir)
         self._lock()
         try:
-            self._recover(project)
+            self._recover(project, history_from)
         except BaseException:
             self.close()
             raise

@@ -22,7 +22,10 @@ from brain.actors.messages import (
     DeleteSession,
     EffectDone,
     EndSession,
+    ExpireTurn,
     IdleTimeout,
+    Outcomes,
+    Parked,
     Recover,
     ReleaseMe,
     RunAdmitted,
@@ -31,7 +34,7 @@ from brain.actors.messages import (
     TurnDeadline,
 )
 from brain.effects import Outcome
-from brain.sessions import guest_ops, records, turns
+from brain.sessions import guest_ops, records, suspension, turns
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import (
     ENVIRONMENT_PHASES,
@@ -44,6 +47,7 @@ from brain.sessions.state import (
     GuestCall,
     Opened,
     Phase,
+    RecordedOutcome,
     RemoveFiles,
     Requester,
     SessionState,
@@ -109,12 +113,20 @@ def admitted(projection: Any, sequence: int) -> bool:
 
 def _opened(tx: Tx, opened: Opened) -> None:
     """Restart rule: fail what a crash interrupted, never rerun it. A turn admitted in this
-    run of the server (never one a crash left; the actor tells them apart) starts instead."""
+    run of the server (never one a crash left; the actor tells them apart) starts instead,
+    and a turn suspended in this run (the registry hands it back) carries on."""
     tx.set(phase=Phase.IDLE, projection=opened.projection, damage=None)
     turn: AdmittedTurn | None = opened.admitted
     if turn is not None and admitted(opened.projection, turn.sequence):
         turns.begin(tx, turn.sequence, turn.input, None)
         return
+    suspended = opened.suspended
+    if suspended is not None:
+        if suspension.matches(suspended, opened.projection):
+            suspension.restore(tx, suspended)
+            return
+        tx.notes.append(f"the suspended turn {suspended.sequence} does not match the journal; "
+                        "it is recorded as interrupted")
     interrupted = interrupted_work(opened.projection)
     if interrupted:
         tx.commit(*interrupted)
@@ -152,6 +164,7 @@ def _command(tx: Tx, command: Command) -> None:
         tx.reply(who, error=errors.NotFound("no such session"))
     else:
         _COMMANDS[type(delivered.command)](tx, who, command)
+        suspension.keep_suspended(tx)
 
 
 def _create(tx: Tx, who: Requester, command: Command) -> None:
@@ -246,6 +259,17 @@ def _cancel_turn(tx: Tx, who: Requester, command: Command) -> None:
     turns.cancel(tx, who)
 
 
+def _outcomes(tx: Tx, who: Requester, command: Command) -> None:
+    """Outcomes of parked effects, routed by the registry: each as if it came from its
+    executor (the turn may be suspended or still held here)."""
+    for done in command.delivered.command.outcomes:
+        _effect_done(tx, done)
+
+
+def _expire_turn(tx: Tx, who: Requester, command: Command) -> None:
+    turns.deadline(tx, TurnDeadline(command.delivered.command.turn))
+
+
 _COMMANDS = {
     CreateSession: _create,
     StartTurn: _start_turn,
@@ -254,6 +278,8 @@ _COMMANDS = {
     DeleteSession: _delete,
     Recover: _recover,
     RunAdmitted: _run_admitted,
+    Outcomes: _outcomes,
+    ExpireTurn: _expire_turn,
 }
 
 
@@ -349,8 +375,10 @@ _HANDLERS: dict[type, Any] = {
     Damaged: _damaged,
     Command: _command,
     EffectDone: _effect_done,
+    Parked: suspension.parked,
     GuestCall: guest_ops.serve,
     ActivationFinished: turns.activation_finished,
+    RecordedOutcome: turns.recorded_outcome,
     TurnDeadline: turns.deadline,
     CancelGrace: turns.cancel_grace,
     IdleTimeout: _idle_timeout,

@@ -13,7 +13,7 @@ from brain.errors import BY_CODE
 from brain.journal import RECORD_NAMES
 
 TURN_ERROR_CODES = frozenset({"model_call_limit", "turn_timeout", "cancelled", "agentloop_error",
-                              "emit_limit", "interrupted"})
+                              "agentloop_diverged", "emit_limit", "interrupted"})
 RESERVED_NAMES = frozenset(RECORD_NAMES) | {"model_delta", "transcript_replaced", "error"} \
     | frozenset(BY_CODE) | TURN_ERROR_CODES
 MAX_NAME_LENGTH = 128

@@ -82,6 +82,9 @@ class Turn:
     stop_reason: str | None = None  # "cancelled" | "timeout" once Brain is stopping the turn
     pending: Mapping[int, Pending] = field(default_factory=dict)  # started seq → waiter
     batches: Mapping[int, ToolBatch] = field(default_factory=dict)  # guest call id → batch
+    deadline_ms: int | None = None  # when BRAIN_MAX_TURN_SECS runs out (epoch ms)
+    parked: frozenset[int] = frozenset()  # pending effects whose outcome goes to the registry
+    suspended: bool = False  # no activation runs: the waiting guest resumes in a fresh one
 
     def stopping_error(self) -> dict[str, Any] | None:
         if self.stop_reason == "timeout":
@@ -142,6 +145,7 @@ class Opened:
 
     projection: Projection
     admitted: AdmittedTurn | None = None
+    suspended: Turn | None = None  # the turn this session's last actor suspended
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,14 @@ class ActivationFinished:
     turn: int
     result: dict[str, Any] | None
     error: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RecordedOutcome:
+    """During a replay (brain/sessions/replay.py): an effect's journaled terminal record and
+    the Tool Events committed with it, in place of the executor's EffectDone."""
+
+    records: tuple[dict[str, Any], ...]
 
 
 # --- outputs --------------------------------------------------------------------------------
@@ -236,6 +248,23 @@ class StopActivation:
 
 
 @dataclass(frozen=True)
+class SuspendActivation:
+    """The guest waits on parked effects only: drop its instance (it resumes in a fresh one,
+    by replay, when it is answered) and let the actor go (the step also releases)."""
+
+
+@dataclass(frozen=True)
+class ResumeActivation:
+    """The suspended turn's guest is answered: run the Agentloop again in a fresh instance,
+    answering its guest calls from what its activation journaled until it reaches the live
+    end of the journal (brain/sessions/replay.py), then serving it as any activation."""
+
+    turn: int
+    activation: int
+    agentloop: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class RemoveFiles:
     """Close the journal and remove the session's directory and local Environment trees."""
 
@@ -247,7 +276,8 @@ class Telemetry:
     line: dict[str, Any]
 
 
-Action = StartActivation | StopActivation | RemoveFiles | Telemetry
+Action = (StartActivation | StopActivation | SuspendActivation | ResumeActivation | RemoveFiles
+          | Telemetry)
 
 
 @dataclass(frozen=True)

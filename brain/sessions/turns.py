@@ -6,7 +6,13 @@ opens the session) and ends with the
 activation's and the turn's terminal records in one batch. In between, every effect the
 Agentloop asked for (guest_ops.py) is out at an executor until its EffectDone arrives, or until
 Brain stops waiting: when the activation has ended, or when an executor did not confirm a
-cancellation within CANCEL_GRACE_SECS. Either way it gets exactly one terminal record.
+cancellation within CANCEL_GRACE_SECS. Either way it gets exactly one terminal record, and what
+the guest is answered is a function of that record alone (`guest_answer`), so a resumed
+activation's replay (replay.py) answers exactly as the live turn did.
+
+A turn whose guest waits on parked effects only is suspended (suspension.py): no activation
+runs until its answer is ready, when the guest is resumed in a fresh instance
+(`ResumeActivation`); a suspended turn that is being stopped ends without running the guest.
 """
 
 from __future__ import annotations
@@ -25,12 +31,15 @@ from brain.actors.messages import (
     TurnDeadline,
 )
 from brain.effects import Outcome
+from brain.journal import fold_all
 from brain.sessions import records
-from brain.sessions.extension_events import EventRefused, check_event
+from brain.sessions.extension_events import EventRefused, check_event, event_size
 from brain.sessions.state import (
     ActivationFinished,
     Phase,
+    RecordedOutcome,
     Requester,
+    ResumeActivation,
     StartActivation,
     StopActivation,
     Turn,
@@ -82,14 +91,23 @@ def begin(tx: Tx, sequence: int, turn_input: Any, requester: Requester | None) -
     agentloop = state.projection.config["agentloop"]
     [activation] = tx.commit(records.activation_started(agentloop["name"], sequence))
     limits = state.limits
+    deadline_ms = tx.now_ms + int(limits.max_turn_secs * 1000) if limits.max_turn_secs else None
     tx.set(phase=Phase.RUNNING, release_wanted=False,
-           turn=Turn(sequence, activation["seq"], requester))
+           turn=Turn(sequence, activation["seq"], requester, deadline_ms=deadline_ms))
     if limits.max_turn_secs:
         tx.timer(float(limits.max_turn_secs), TurnDeadline(sequence))
-    tx.act(StartActivation(sequence, agentloop, {
+    tx.act(StartActivation(sequence, agentloop,
+                           activation_payload(state.session_id, sequence, turn_input, limits)))
+
+
+def activation_payload(session_id: str, turn: int, turn_input: Any, limits: Any
+                       ) -> dict[str, Any]:
+    """What `brain_activate` is given: the same for a turn's first activation and for its
+    resumption (the Agentloop cannot tell them apart)."""
+    return {
         "kind": "turn",
-        "session_id": state.session_id,
-        "turn": sequence,
+        "session_id": session_id,
+        "turn": turn,
         "input": turn_input,
         "limits": {
             "max_model_calls": limits.max_model_calls,
@@ -97,7 +115,7 @@ def begin(tx: Tx, sequence: int, turn_input: Any, requester: Requester | None) -
             "max_tool_secs": limits.max_tool_secs,
             "max_emitted_bytes": limits.max_emitted_bytes,
         },
-    }))
+    }
 
 
 def cancel(tx: Tx, who: Requester) -> None:
@@ -121,7 +139,7 @@ def stop(tx: Tx, reason: str) -> None:
     if turn is None or turn.stop_reason is not None:
         return
     tx.set(phase=Phase.STOPPING, turn=replace(turn, stop_reason=reason))
-    if reason == "cancelled":
+    if reason == "cancelled" and not turn.suspended:
         tx.act(StopActivation())  # a guest computing on its own is stopped too
     for started, pending in turn.pending.items():
         tx.send(EXECUTOR_OF[pending.effect], CancelEffect(tx.state.session_id, started))
@@ -145,33 +163,67 @@ def effect_done(tx: Tx, done: EffectDone) -> None:
     """Commit what the effect came to, then let the waiting guest see it."""
     effect = tx.state.turn.pending[done.started].effect
     if effect == "model_call":
-        _model_call_done(tx, done)
+        terminal = _model_call_terminal(done)
+        tx.commit(terminal)
     else:
-        _tool_call_done(tx, done)
+        terminal, events = _tool_call_terminal(tx, done)
+        tx.commit(terminal, *events)  # the outcome and the Tool's Events, in one durable batch
+    _settle(tx, done.started, guest_answer(terminal))
 
 
-def _model_call_done(tx: Tx, done: EffectDone) -> None:
+def recorded_outcome(tx: Tx, outcome: RecordedOutcome) -> None:
+    """Replay (replay.py): an effect's journaled terminal record and the Tool Events committed
+    with it, folded as they are, and the waiting guest answered from them as it was live."""
+    batch = outcome.records
+    terminal, *events = batch
+    tx.set(projection=fold_all(tx.state.projection, batch))
+    emitted = tx.state.turn.emitted_bytes
+    for event in events:
+        emitted += event_size(event["name"], event.get("data"))
+    tx.set_turn(emitted_bytes=emitted)
+    for refused in terminal.get("events_refused", ()):
+        if refused.get("code") == "emit_limit":
+            note_refusal(tx, EventRefused("emit_limit", refused.get("message", "")))
+    _settle(tx, terminal["started"], guest_answer(terminal))
+
+
+def guest_answer(terminal: dict[str, Any]) -> dict[str, Any]:
+    """What the guest is told of an effect: a function of its terminal record alone."""
+    kind = terminal["kind"]
+    if kind == "model_call_ended":
+        return terminal.get("result") or {}
+    if kind == "model_call_failed":
+        return {"error": {"code": "model_call_failed", "outcome": terminal["outcome"],
+                          "message": (terminal.get("error") or {}).get("message", "")}}
+    result = terminal.get("result") or {}
+    answer: dict[str, Any] = {"content": result.get("content"),
+                              "is_error": bool(result.get("is_error")),
+                              "outcome": terminal["outcome"]}
+    if terminal.get("events_refused"):
+        answer["events_refused"] = terminal["events_refused"]
+    return answer
+
+
+def _model_call_terminal(done: EffectDone) -> dict[str, Any]:
     if done.outcome is Outcome.OK:
-        tx.commit(records.effect_ended("model_call", done.started, done.result))
-        _settle(tx, done.started, done.result or {})
-        return
-    error = dict(done.error or {"message": ""})
-    tx.commit(records.effect_failed("model_call", done.started, done.outcome, error))
-    _settle(tx, done.started, {"error": {"code": "model_call_failed",
-                                         "outcome": done.outcome.value,
-                                         "message": error.get("message", "")}})
+        return records.effect_ended("model_call", done.started, done.result)
+    return records.effect_failed("model_call", done.started, done.outcome,
+                                 dict(done.error or {"message": ""}))
 
 
-def _tool_call_done(tx: Tx, done: EffectDone) -> None:
+def _tool_call_terminal(tx: Tx, done: EffectDone
+                        ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The Tool call's terminal record (with the Events it asked for that were refused, so
+    the guest's answer can be rebuilt from the journal) and the Events accepted."""
     answered = done.result or {}
     result = {"content": answered.get("content"),
               "is_error": bool(answered.get("is_error")) or done.outcome is not Outcome.OK}
     if done.outcome is Outcome.OK:
-        batch = [records.effect_ended("tool_call", done.started, result)]
+        terminal = records.effect_ended("tool_call", done.started, result)
     else:
-        batch = [records.effect_failed("tool_call", done.started, done.outcome,
-                                       dict(done.error or {"message": ""}), result)]
-    refused = []
+        terminal = records.effect_failed("tool_call", done.started, done.outcome,
+                                         dict(done.error or {"message": ""}), result)
+    events, refused = [], []
     for event in done.events:
         try:
             size = check_event(event.get("kind"), event.get("data"),
@@ -181,25 +233,18 @@ def _tool_call_done(tx: Tx, done: EffectDone) -> None:
             refused.append({"kind": event.get("kind"), "code": exc.code, "message": exc.message})
             continue
         tx.set_turn(emitted_bytes=tx.state.turn.emitted_bytes + size)
-        batch.append(records.extension_event(event["kind"], event.get("data"), "tool",
-                                             done.started))
-    tx.commit(*batch)  # the outcome and the Tool's Events, in one durable batch
-    answer: dict[str, Any] = {**result, "outcome": done.outcome.value}
+        events.append(records.extension_event(event["kind"], event.get("data"), "tool",
+                                              done.started))
     if refused:
-        answer["events_refused"] = refused
-    _settle(tx, done.started, answer)
+        terminal["events_refused"] = refused
+    return terminal, events
 
 
 def unanswered(tx: Tx, started: int, message: str) -> None:
     """Brain stops waiting for an effect: record `unknown` itself and release the guest."""
     effect = tx.state.turn.pending[started].effect
-    tx.commit(records.effect_unanswered(effect, started, message))
-    if effect == "tool_call":
-        answer = {"content": message, "is_error": True, "outcome": Outcome.UNKNOWN.value}
-    else:
-        answer = {"error": {"code": "model_call_failed", "outcome": Outcome.UNKNOWN.value,
-                            "message": message}}
-    _settle(tx, started, answer)
+    [terminal] = tx.commit(records.effect_unanswered(effect, started, message))
+    _settle(tx, started, guest_answer(terminal))
 
 
 def _settle(tx: Tx, started: int, answer: dict[str, Any]) -> None:
@@ -214,12 +259,30 @@ def _settle(tx: Tx, started: int, answer: dict[str, Any]) -> None:
         batches = dict(batches)
         if len(results) == len(batch.order):
             del batches[waiter.call_id]
-            tx.answer(waiter.call_id, {"results": [results[s] for s in batch.order]})
+            answered: dict[str, Any] | None = {"results": [results[s] for s in batch.order]}
         else:
             batches[waiter.call_id] = replace(batch, results=results)
+            answered = None
     else:
-        tx.answer(waiter.call_id, answer)
-    tx.set_turn(pending=pending, batches=batches)
+        answered = answer
+    tx.set_turn(pending=pending, batches=batches, parked=turn.parked - {started})
+    if answered is not None:
+        _answer_guest(tx, waiter.call_id, answered)
+
+
+def _answer_guest(tx: Tx, call_id: int, answer: dict[str, Any]) -> None:
+    """A live guest gets its answer now. A suspended one is resumed, and its replay gives it
+    the same answer from the journal; a suspended turn being stopped ends once nothing of it
+    is out (its guest would only be stopped)."""
+    turn = tx.state.turn
+    if not turn.suspended:
+        tx.answer(call_id, answer)
+    elif turn.stop_reason is None:
+        tx.set_turn(suspended=False, parked=frozenset())
+        tx.act(ResumeActivation(turn.sequence, turn.activation,
+                                tx.state.projection.config["agentloop"]))
+    elif not turn.pending:
+        _finish(tx, None, turn.stopping_error())
 
 
 def note_refusal(tx: Tx, refused: EventRefused) -> None:
@@ -234,20 +297,25 @@ def note_refusal(tx: Tx, refused: EventRefused) -> None:
 
 
 def activation_finished(tx: Tx, finished: ActivationFinished) -> None:
-    if not _is_current(tx, finished.turn):
-        return
+    if not _is_current(tx, finished.turn) or tx.state.turn.suspended:
+        return  # a suspended turn's dropped instance ends with nothing to say
     for started in list(tx.state.turn.pending):
         # The guest stopped while an effect was out: its outcome can no longer be known.
         unanswered(tx, started, "the activation ended first")
+    _finish(tx, finished.result, finished.error)
+
+
+def _finish(tx: Tx, result: dict[str, Any] | None, failure: dict[str, Any] | None) -> None:
+    """The activation's and the turn's terminal records, in one batch, and the answer."""
     turn = tx.state.turn
-    if finished.error is not None:
-        batch = [records.activation_failed(turn.activation, finished.error)]
-        error = turn.forced_error or finished.error
+    if failure is not None:
+        batch = [records.activation_failed(turn.activation, failure)]
+        error = turn.forced_error or failure
     else:
         batch = [records.activation_ended(turn.activation)]
-        error = turn.forced_error or _loop_error(finished.result)
+        error = turn.forced_error or _loop_error(result)
     if error is None:
-        batch.append(records.turn_ended(turn.sequence, finished.result.get("output")))
+        batch.append(records.turn_ended(turn.sequence, result.get("output")))
     else:
         if not turn.forced_error and turn.stop_reason is not None:
             error = turn.stopping_error()

@@ -67,4 +67,19 @@ def describe(msg: Any, fields: dict[str, Any]) -> dict[str, Any]:
     error_code = get(msg, "error_code", None)
     if error_code is not None:
         fields["outcome"] = error_code
+    suspended = get(msg, "suspended", None)
+    sequence = get(suspended, "sequence", None)
+    if isinstance(sequence, int):  # a Released (or its ReleaseMe) that suspends a turn, or
+        fields["suspended"] = sequence  # the Delivered that hands the turn back
     return fields
+
+
+def suspension_note(line: dict[str, Any]) -> str:
+    """What a line says of a suspended turn, for `brain trace`: its suspension (the release
+    that takes it to the registry), its hand-back to an actor, its resumption by replay."""
+    turn = line.get("suspended")
+    if turn is None:
+        return ""
+    if line["msg"] == "Delivered":
+        return f" (turn {turn} back from suspension)"
+    return f" (turn {turn} suspended)"

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brain.tracing.lines import suspension_note
+
 
 class TraceUnreadable(ValueError):
     """The file is missing or holds no trace line."""
@@ -93,7 +95,7 @@ def lanes_and_arrows(lines: list[dict[str, Any]],
     arrows = []
     for line in lines:
         label = _label(line)
-        if line["dir"] == "commit":
+        if line["dir"] in ("commit", "mark"):
             arrows.append(Arrow(line["t_us"], lane(line["actor"]), None, label, commit=True))
         elif line["dir"] == "send":
             peer = line.get("peer", "?")
@@ -140,6 +142,8 @@ class _OutsideNames(dict):
 def _label(line: dict[str, Any]) -> str:
     if line["dir"] == "commit":
         return "commit " + ",".join(str(seq) for seq in line.get("seqs", []))
+    if line["dir"] == "mark":  # a moment of a session's life that is no message
+        return line["msg"]
     text = line["msg"]
     if line.get("command"):
         text += f"({line['command']})"
@@ -151,4 +155,4 @@ def _label(line: dict[str, Any]) -> str:
         text += f" → {line['outcome']}"
     if line.get("request_id") and line["msg"] in ("ToSession", "Reply"):
         text += f" [{line['request_id']}]"
-    return text
+    return text + suspension_note(line)

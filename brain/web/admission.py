@@ -35,6 +35,8 @@ from brain.actors.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
 from brain.admitted import admitted_sessions, mark_admitted
 from brain.journal import JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher
+from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
+from brain.memory_budget import MemoryBudget
 from brain.sessions import core
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import Limits, Opened, new_session
@@ -67,6 +69,7 @@ class Admission:
         self._settings = settings
         self._gateway = gateway
         self._board = BoardReader(settings.data_path)
+        self._memory = MemoryBudget(settings.memory_reserve_mb)
         self._live: LivePublisher | None = None
         self._handing_over = HandOver(self._send_to_registry)
         self._runner_started = False
@@ -84,9 +87,15 @@ class Admission:
             self._hand_over(session_id)
 
     def check_capacity(self) -> None:
-        """503 `overloaded` when the backlog of work waiting for an actor is full."""
+        """503 `overloaded` when the memory budget is exhausted (brain/memory_budget.py), or
+        when the backlog of work waiting for an actor is full (where it is bounded)."""
+        if self._memory.exhausted():
+            refusal = errors.Overloaded(self._memory.refusal_message())
+            refusal.retry_after = MEMORY_RETRY_AFTER_SECS
+            raise refusal
         backlog, serving = self._board.read()
-        if backlog >= self._settings.admission_backlog:
+        limit = self._settings.admission_backlog
+        if limit is not None and backlog >= limit:
             refusal = errors.Overloaded("every session actor is busy and the admission "
                                         "backlog is full; retry after Retry-After")
             # About how many turns' time the backlog takes to drain: a client that waits that

@@ -168,7 +168,8 @@ def test_a_report_of_several_opens_counts_them_toward_recycling(actors: ActorSys
     # s2 opened twice in it (the second time before the report): 1 + 2 = 3 sessions served.
     assert actors.ask(one, ("release", registry, "s2", 1, 2), ASK_SECS) == "sent"
     assert actors.ask(registry, "stats", ASK_SECS) == \
-        {"open_sessions": 0, "pooled_actors": 1, "backlog_sessions": 0}, "retired, not pooled"
+        {"open_sessions": 0, "pooled_actors": 1, "backlog_sessions": 0,
+         "suspended_turns": 0}, "retired, not pooled"
 
 
 def test_commands_are_marked_busy_while_more_sessions_than_cpus_are_served(

@@ -107,9 +107,11 @@ def driver(system: ActorSystem) -> Driver:
 def test_released_with_every_command_handled_frees_the_actor(driver: Driver) -> None:
     a = driver.command("s1")
     assert driver.command("s1") == a
-    assert driver.stats() == {"open_sessions": 1, "pooled_actors": 2, "backlog_sessions": 0}
+    assert driver.stats() == {"open_sessions": 1, "pooled_actors": 2, "backlog_sessions": 0,
+                                 "suspended_turns": 0}
     driver.release(a, "s1", 2)
-    assert driver.stats() == {"open_sessions": 0, "pooled_actors": 3, "backlog_sessions": 0}
+    assert driver.stats() == {"open_sessions": 0, "pooled_actors": 3, "backlog_sessions": 0,
+                                 "suspended_turns": 0}
     assert driver.command("s2") == a, "the actor returned last is handed out first"
     assert driver.command("s1") != a, "s1 opens anew, in another actor"
 
@@ -127,7 +129,8 @@ def test_a_command_that_crossed_the_release_keeps_the_slot(driver: Driver) -> No
     assert driver.stats()["open_sessions"] == 2
     assert driver.command("s1") == a
     driver.release(a, "s1", 2)  # the remaining count: the fourth and the fifth
-    assert driver.stats() == {"open_sessions": 1, "pooled_actors": 2, "backlog_sessions": 0}
+    assert driver.stats() == {"open_sessions": 1, "pooled_actors": 2, "backlog_sessions": 0,
+                                 "suspended_turns": 0}
     assert driver.command("s3") == a, "a is free once every forwarded command was handled"
 
 
@@ -136,7 +139,8 @@ def test_a_release_from_another_actor_is_ignored(driver: Driver) -> None:
     b = driver.command("s2")
     assert a != b
     driver.release(b, "s1", 1)  # b never served s1: the right count, the wrong actor
-    assert driver.stats() == {"open_sessions": 2, "pooled_actors": 1, "backlog_sessions": 0}
+    assert driver.stats() == {"open_sessions": 2, "pooled_actors": 1, "backlog_sessions": 0,
+                                 "suspended_turns": 0}
     assert driver.command("s1") == a
     assert driver.command("s2") == b
     driver.release(b, "s2", 1)  # b's own release, one command short: kept
@@ -145,4 +149,5 @@ def test_a_release_from_another_actor_is_ignored(driver: Driver) -> None:
     assert driver.stats()["open_sessions"] == 2
     driver.release(b, "s2", 2)
     driver.release(a, "s1", 2)
-    assert driver.stats() == {"open_sessions": 0, "pooled_actors": 3, "backlog_sessions": 0}
+    assert driver.stats() == {"open_sessions": 0, "pooled_actors": 3, "backlog_sessions": 0,
+                                 "suspended_turns": 0}

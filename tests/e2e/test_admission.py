@@ -2,7 +2,10 @@
 turn_started even when no session actor is free, the turn then runs and ends; a turn admitted
 but not yet run when the whole server is SIGKILLed fails `interrupted` after the restart and
 never runs; past capacity Brain sheds with 503 `overloaded` and Retry-After, and loses nothing
-it accepted."""
+it accepted.
+
+A turn waiting on its model holds no actor (it is suspended), so the only actor of these
+servers is kept busy by an Agentloop that computes until it is cancelled (`spin`)."""
 
 from __future__ import annotations
 
@@ -17,18 +20,39 @@ import pytest
 
 from brain.actors.admission_board import BoardReader
 from brain.journal import JournalScan, JournalWriter
+from tests.agentloop.helpers import compile_guest
 from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
 
 SLOW = "slow"
+SPIN = "spin"
 SUBMIT = {"Prefer": "respond-async"}
 
 
 def slow_server(tmp_path: Path, delay_ms: int, **env: str) -> BrainServer:
+    spin = compile_guest(SPIN, tmp_path / "guests")
     toml = (f'[models.{SLOW}]\nprovider = "scripted"\n'
-            f'script = [ {{ text = "done", delay_ms = {delay_ms} }} ]\n')
+            f'script = [ {{ text = "done", delay_ms = {delay_ms} }} ]\n'
+            f'[agentloops.{SPIN}]\npath = "{spin}"\n')
     return configured(tmp_path, toml, {"BRAIN_SESSION_POOL_SIZE": "1",
                                        "BRAIN_MAX_SESSION_ACTORS": "1", **env})
+
+
+def busy_actor(server: BrainServer) -> str:
+    """A session whose turn computes until cancelled, holding the server's only actor."""
+    session_id = server.create_session(agentloop=SPIN)["id"]
+    assert submit(server, session_id)[0].status_code == 202
+    wait_for(lambda: "activation_started" in kinds(server, session_id), timeout=30,
+             what="the spinning turn holds the only actor")
+    return session_id
+
+
+def free(server: BrainServer, session_id: str) -> None:
+    """Cancel the spinning turn: the actor is free again."""
+    resp = server.request("POST", f"/v1/sessions/{session_id}/cancel")
+    assert resp.status_code == 202, resp.text
+    wait_for(lambda: settled(server, session_id), timeout=30, what="the spinner stopped")
+    assert kinds(server, session_id)[-1] == "turn_failed"
 
 
 @pytest.fixture
@@ -91,6 +115,7 @@ def assert_shed(resp) -> None:
 def test_submits_are_admitted_while_the_only_actor_is_busy(one_actor):
     server = one_actor
     ids = [server.create_session(model=SLOW)["id"] for _ in range(3)]
+    spinner = busy_actor(server)
     for session_id in ids:
         resp, secs = submit(server, session_id)
         assert resp.status_code == 202, resp.text
@@ -100,6 +125,9 @@ def test_submits_are_admitted_while_the_only_actor_is_busy(one_actor):
         assert kinds(server, session_id)[receipt["sequence"] - 1] == "turn_started"
     # One actor serves them in turn: no fork per admitted session.
     assert session_processes(server) <= 1
+    time.sleep(0.5)
+    assert all(kinds(server, s)[-1] == "turn_started" for s in ids), "no actor was free"
+    free(server, spinner)
     for session_id in ids:
         wait_for(lambda s=session_id: settled(server, s), timeout=60, what="turn over")
         assert kinds(server, session_id)[-2:] == ["activation_ended", "turn_ended"]
@@ -114,10 +142,8 @@ def test_submits_are_admitted_while_the_only_actor_is_busy(one_actor):
 def admitted_behind_a_busy_actor(server: BrainServer) -> tuple[str, str, int]:
     """Two sessions on a one-actor server: the first's turn holds the actor, the second's is
     admitted and waits. The two session ids and the waiting turn's sequence."""
-    running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
-    assert submit(server, running)[0].status_code == 202
-    wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
-             what="the first turn holds the only actor")
+    waiting = server.create_session(model=SLOW)["id"]
+    running = busy_actor(server)
     resp, _ = submit(server, waiting)
     assert resp.status_code == 202, resp.text
     return running, waiting, resp.json()["sequence"]
@@ -148,9 +174,10 @@ def test_an_admitted_turn_whose_journal_stays_locked_is_handed_back_and_runs(tmp
     the test holds the lock): the turn goes back to the registry and runs once it is free."""
     server = slow_server(tmp_path, 2000).start()
     try:
-        _, waiting, sequence = admitted_behind_a_busy_actor(server)
+        running, waiting, sequence = admitted_behind_a_busy_actor(server)
         holder = JournalWriter.open(server.data_dir / "sessions" / waiting / "journal")
         try:
+            free(server, running)  # the actor takes the admitted turn and finds it locked
             wait_for(lambda: "the admitted turn goes back to the registry"
                      in server.log_path.read_text(errors="replace"),
                      timeout=30, what="the actor gave the turn back")
@@ -168,11 +195,8 @@ def test_an_admitted_turn_whose_journal_stays_locked_is_handed_back_and_runs(tmp
 def test_past_capacity_work_is_shed_with_503_and_retry_after(tmp_path):
     server = slow_server(tmp_path, 3000, BRAIN_ADMISSION_BACKLOG="1").start()
     try:
-        running, queued, shed, sync = (server.create_session(model=SLOW)["id"]
-                                       for _ in range(4))
-        assert submit(server, running)[0].status_code == 202
-        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
-                 what="the first turn holds the only actor")
+        queued, shed, sync = (server.create_session(model=SLOW)["id"] for _ in range(3))
+        running = busy_actor(server)
         assert submit(server, queued)[0].status_code == 202
         board = BoardReader(server.data_dir)
         wait_for(lambda: board.read()[0] >= 1, timeout=10, what="the backlog is full")
@@ -183,9 +207,9 @@ def test_past_capacity_work_is_shed_with_503_and_retry_after(tmp_path):
                               timeout=30)
         assert_shed(resp)
         assert kinds(server, shed)[-1] == "session_created"  # nothing was started
-        for session_id in (running, queued):
-            wait_for(lambda s=session_id: settled(server, s), timeout=60, what="turn over")
-            assert kinds(server, session_id)[-1] == "turn_ended"
+        free(server, running)
+        wait_for(lambda: settled(server, queued), timeout=60, what="turn over")
+        assert kinds(server, queued)[-1] == "turn_ended"
         # The shed request's Idempotency-Key was not spent: the same key runs the retry.
         resp = wait_for(lambda: (r := submit(server, shed, key="shed-1")[0]).status_code == 202
                         and r, timeout=30, interval=1.0, what="the retry is admitted")
@@ -200,26 +224,32 @@ def test_past_capacity_work_is_shed_with_503_and_retry_after(tmp_path):
 def test_a_sync_send_waiting_past_the_bound_gets_a_clear_answer(tmp_path):
     server = slow_server(tmp_path, 6000, BRAIN_ADMISSION_WAIT_SECS="1").start()
     try:
-        running, waiting = (server.create_session(model=SLOW)["id"] for _ in range(2))
-        assert submit(server, running)[0].status_code == 202
-        wait_for(lambda: "model_call_started" in kinds(server, running), timeout=30,
-                 what="the first turn holds the only actor")
+        waiting = server.create_session(model=SLOW)["id"]
+        running = busy_actor(server)
         began = time.monotonic()
         resp = server.request("POST", f"/v1/sessions/{waiting}/messages", json={"input": "x"},
                               timeout=30)
         assert_shed(resp)
         assert time.monotonic() - began < 4.0
         assert kinds(server, waiting)[-1] == "session_created"
-        wait_for(lambda: settled(server, running), timeout=60, what="turn over")
+        free(server, running)
         assert server.send(waiting, "now")["status"] == "ended"
     finally:
         server.kill()
 
 
-def test_a_session_actor_that_dies_alone_has_its_turn_recorded_at_once(one_actor):
+def test_a_session_actor_that_dies_alone_has_its_turn_recorded_at_once(tmp_path):
     """No command needed: the registry queues a recovery for the session of an actor that
-    exited unexpectedly, so its open turn fails `interrupted` and the session takes turns."""
-    server = one_actor
+    exited unexpectedly, so its open turn fails `interrupted` and the session takes turns.
+    (A suspension grace longer than the model's answer keeps the waiting turn in its actor.)"""
+    server = slow_server(tmp_path, 3000, BRAIN_SUSPEND_AFTER_MS="60000").start()
+    try:
+        actor_dies_alone(server)
+    finally:
+        server.kill()
+
+
+def actor_dies_alone(server: BrainServer) -> None:
     session_id = server.create_session(model=SLOW)["id"]
     assert submit(server, session_id)[0].status_code == 202
     wait_for(lambda: "model_call_started" in kinds(server, session_id), timeout=30,
@@ -295,5 +325,31 @@ def test_a_turn_whose_worker_died_before_the_hand_over_still_runs(tmp_path):
         wait_for(lambda: kinds(server, sid)[-1] == "turn_ended", timeout=30)
         started = [k for k in kinds(server, sid) if k == "turn_started"]
         assert len(started) == 2 and receipt["sequence"] == sequence
+    finally:
+        server.kill()
+
+
+def test_past_the_memory_budget_new_work_is_refused_and_nothing_is_done(tmp_path):
+    """A reserve larger than the machine: every new session and turn is refused with 503
+    `overloaded` and Retry-After, with nothing done (docs/configuration.md,
+    BRAIN_MEMORY_RESERVE_MB)."""
+    server = configured(tmp_path, "", {}).start()
+    try:
+        session_id = server.create_session()["id"]
+    finally:
+        server.kill()
+    server = configured(tmp_path, "", {"BRAIN_MEMORY_RESERVE_MB": str(1 << 30)}).start()
+    try:
+        resp = server.request("POST", "/v1/sessions", json={})
+        assert_shed(resp)
+        assert "memory budget" in resp.json()["error"]["message"]
+        for headers in ({}, SUBMIT):
+            resp = server.request("POST", f"/v1/sessions/{session_id}/messages",
+                                  json={"input": "x"}, headers=headers, timeout=30)
+            assert_shed(resp)
+        assert kinds(server, session_id) == ["session_created"], "nothing was started"
+        assert len(list((server.data_dir / "sessions").iterdir())) == 1, "nothing created"
+        # What gives memory back still passes.
+        assert server.request("POST", f"/v1/sessions/{session_id}/end").status_code == 200
     finally:
         server.kill()

@@ -4,6 +4,10 @@ Retry-After in the contract's error shape instead of timing out; every turn it a
 turns keep ending throughout; the idle followers stay connected; the memory of the server's
 processes stays bounded (its peak is printed).
 
+Turns that wait on a model hold no session actor (they are suspended), so waiting alone never
+overloads Brain: here each turn's Agentloop computes (tens of milliseconds of CPU), and more
+such turns arrive at once than the session actors and the CPUs get through.
+
 The CI-sized run drives 150 sessions with 300 idle followers; the full size (1,000 sessions,
 2,000 followers) runs under `-m torture`.
 """
@@ -23,10 +27,13 @@ import pytest
 import requests
 
 from brain.journal import JournalScan
+from tests.agentloop.helpers import compile_guest
 from tests.support.server import BrainServer, configured, group_pids
 from tests.support.sse import SseClient
 
 SLOW = "slow"
+COMPUTE = "compute"
+COMPUTE_ITERATIONS = 60_000_000  # about 20 ms of one CPU per turn
 ANSWER_TIMEOUT_SECS = 30.0  # any HTTP answer slower than this fails the run
 POLL_SECS = 2.0  # a driver's status poll, jittered as a client should
 RUN_TIMEOUT_SECS = 600.0
@@ -148,14 +155,16 @@ def still_open(client: SseClient) -> bool:
 
 def overload(tmp_path: Path, sessions: int, followers: int, turns: int, env: dict[str, str],
              report: Callable[[str], None]) -> None:
+    compute = compile_guest(COMPUTE, tmp_path / "guests", iterations=COMPUTE_ITERATIONS)
     toml = (f'[models.{SLOW}]\nprovider = "scripted"\n'
-            f'script = [ {{ text = "done", delay_ms = 1000 }} ]\n')
+            f'script = [ {{ text = "done", delay_ms = 1000 }} ]\n'
+            f'[agentloops.{COMPUTE}]\npath = "{compute}"\n')
     server = configured(tmp_path, toml, env).start()
     clients: list[SseClient] = []
     try:
         with ThreadPoolExecutor(8) as pool:
-            ids = list(pool.map(lambda _: server.create_session(model=SLOW)["id"],
-                                range(sessions)))
+            ids = list(pool.map(lambda n: server.create_session(
+                model=SLOW, agentloop=COMPUTE if n % 2 else "default")["id"], range(sessions)))
         for n in range(followers):
             client = SseClient("127.0.0.1", server.port,
                                f"/v1/sessions/{ids[n % len(ids)]}/events", server.token,

@@ -12,6 +12,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from brain.journal import JournalScan
 from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
@@ -178,21 +180,34 @@ def test_a_suspended_turn_past_its_deadline_fails_turn_timeout(tmp_path: Path) -
 
 
 def test_a_sigkill_while_turns_are_suspended_fails_each_on_restart(tmp_path: Path) -> None:
+    sigkill_while_suspended(tmp_path, 6, ONE_ACTOR)
+
+
+@pytest.mark.torture
+def test_a_sigkill_while_500_turns_wait_fails_each_on_restart(tmp_path: Path) -> None:
+    """The full size: 500 turns wait on their model, on the default actor limits."""
+    sigkill_while_suspended(tmp_path, 500, {})
+
+
+def sigkill_while_suspended(tmp_path: Path, sessions: int, env: dict[str, str]) -> None:
+    """`sessions` turns wait on a 30 s model, all suspended; SIGKILL of every Brain process;
+    after the restart each turn failed `interrupted`, its model call `unknown`, none re-sent."""
     config = CONFIG.replace("delay_ms = 2000", "delay_ms = 30000")
-    server = configured(tmp_path, config, ONE_ACTOR).start()
+    server = configured(tmp_path, config, env).start()
     try:
-        ids = [server.create_session(model="slow")["id"] for _ in range(6)]
+        ids = [server.create_session(model="slow")["id"] for _ in range(sessions)]
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda s: submit(server, s), ids))
         for session_id in ids:
-            submit(server, session_id)
-        for session_id in ids:
-            wait_for(lambda s=session_id: "model_call_started" in kinds(server, s), timeout=30,
+            wait_for(lambda s=session_id: "model_call_started" in kinds(server, s), timeout=60,
                      what="every model call out")
         time.sleep(0.5)
+        assert session_processes(server) <= int(env.get("BRAIN_MAX_SESSION_ACTORS", "64"))
         server.kill()
-        server = configured(tmp_path, config, ONE_ACTOR)
+        server = configured(tmp_path, config, env)
         server.start()
         for session_id in ids:
-            wait_for(lambda s=session_id: status(server, s) == "idle", timeout=60,
+            wait_for(lambda s=session_id: status(server, s) == "idle", timeout=120,
                      what="recovery")
             journal = records(server, session_id)
             assert [r["kind"] for r in journal[-3:]] == [

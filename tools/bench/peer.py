@@ -58,6 +58,9 @@ class ScriptedChatModel(BaseChatModel):
     messages after the last human one, so every turn replays it from the start."""
 
     tool_rounds: int = 0
+    delay_ms: int = 0
+    """Milliseconds each call sleeps before it answers, as a scripted step's `delay_ms` makes
+    Brain's wait (tools/bench/fleet.py: a model that answers in seconds); 0: at once."""
 
     @property
     def _llm_type(self) -> str:
@@ -65,6 +68,8 @@ class ScriptedChatModel(BaseChatModel):
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        if self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
         last_human = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)),
                          default=-1)
         position = sum(1 for m in messages[last_human + 1:] if isinstance(m, AIMessage))
@@ -84,8 +89,8 @@ def echo(i: int) -> str:
     return json.dumps({"i": i})
 
 
-def build_graph(saver: SqliteSaver, tool_rounds: int) -> Any:
-    model = ScriptedChatModel(tool_rounds=tool_rounds)
+def build_graph(saver: SqliteSaver, tool_rounds: int, delay_ms: int = 0) -> Any:
+    model = ScriptedChatModel(tool_rounds=tool_rounds, delay_ms=delay_ms)
 
     def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [model.invoke(state["messages"])]}

@@ -76,8 +76,9 @@ class Unavailable(BrainError):
 
 
 Overloaded = _error("Overloaded", "overloaded", 503,
-                    "every session actor is busy and the admission backlog is full; retry "
-                    "after the Retry-After seconds")
+                    "the server's memory budget is exhausted, or a command waited too long for "
+                    "a session actor (or the admission backlog, where bounded, is full); "
+                    "nothing was done: retry after the Retry-After seconds")
 Internal = _error("Internal", "internal", 500, "anything else; the message reveals nothing")
 
 BY_CODE: dict[str, type[BrainError]] = {

@@ -95,7 +95,8 @@ class Replay:
 
     @property
     def calls(self) -> int:
-        """Guest calls replayed so far: the live activation numbers its next one after."""
+        """Guest calls replayed so far (the live calls after the replay are numbered by the
+        session actor's own counter, not from this)."""
         return self._calls
 
     def answer(self, op: dict[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,9 @@ from thespian.system.transport import IPBase, TCPTransport
 from brain.actors.thespian_receive import read_messages_whole
 from brain.actors.thespian_reuse import patch_idle_socket_reuse
 
+THESPIAN_LISTEN_DEPTH = 4096
+"""Connects a Thespian listener queues (the kernel caps it at net.core.somaxconn)."""
+
 _applied_to: str | None = None
 
 
@@ -43,6 +46,10 @@ def confine_thespian(bind_address: str, convention: bool = False) -> None:
     # dropped or stalled for 35 s (brain/actors/thespian_reuse.py).
     patch_idle_socket_reuse()
     TCPTransport.REUSE_SOCKETS = True
+    # Thespian listens with a queue of 100: a fleet of waiting turns makes the registry and the
+    # executors take connects from every web endpoint and actor at once, and a connect dropped
+    # from a full queue is retried by the kernel after a second or more (a turn's p99).
+    TCPTransport.LISTEN_DEPTH = THESPIAN_LISTEN_DEPTH
     # One recv per message, not two loop passes (thespian_receive.py); in a member of several
     # hosts not on a web worker's gevent sockets, where it made creates on another member fail
     # now and then (the cause is not found yet).

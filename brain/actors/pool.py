@@ -4,8 +4,10 @@ A session actor is a forked process; forking one (and opening the Agentloop runt
 more than a whole text turn. So the registry forks them ahead of need, keeps `size` idle, hands
 one to a session as it opens, and takes it back when the session is released, as gunicorn keeps
 its workers. Below `size` idle actors the registry forks more; a returned actor is kept up to
-twice `size` idle, so actors of sessions that were busy at once come back and serve again
-instead of exiting while the pool forks their replacements. An actor that has served
+`keep` idle (at least twice `size`; the registry passes BRAIN_MAX_SESSION_ACTORS), so actors of
+sessions that were busy at once come back and serve again instead of exiting while the pool
+forks their replacements: turns that wait on their model open their session twice, and a fleet
+of them keeps every actor busy in bursts. An actor that has served
 `recycle_after` sessions is not taken back but retired, so whatever a long-lived process
 accumulates (heap fragments, module caches) is bounded. This class only counts; the registry
 does the forks, the sends and the exits.
@@ -30,6 +32,7 @@ class PooledActor:
 class SessionActorPool:
     size: int
     recycle_after: int  # 0: never retired for age
+    keep: int = 0  # idle actors kept on return (at least 2 x size)
     idle: list[PooledActor] = field(default_factory=list)  # most recently returned last
 
     def adopt(self, address: Any) -> None:
@@ -46,9 +49,9 @@ class SessionActorPool:
 
     def returned(self, actor: PooledActor) -> bool:
         """The actor dropped its session: True if it waits idle again, False if it must exit
-        (served its quota, or twice `size` wait idle already)."""
+        (served its quota, or `keep` wait idle already)."""
         if (self.recycle_after and actor.served >= self.recycle_after) \
-                or len(self.idle) >= 2 * self.size:
+                or len(self.idle) >= max(self.keep, 2 * self.size):
             return False
         self.idle.append(actor)
         return True

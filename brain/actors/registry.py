@@ -136,7 +136,8 @@ class Registry(TracedDispatcher):
         self._slots: dict[str, SessionSlot] = {}
         self._services: dict[str, Any] = {}
         settings = Settings.from_env()
-        self._pool = SessionActorPool(settings.session_pool_size, settings.session_actor_sessions)
+        self._pool = SessionActorPool(settings.session_pool_size, settings.session_actor_sessions,
+                                      keep=settings.max_session_actors)
         self._last_command = 0.0
         self._refill_armed = False
         self._modules = configured_modules(settings)

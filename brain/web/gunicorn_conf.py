@@ -42,6 +42,10 @@ workers = _settings.web_workers
 # connection is a file descriptor, so the soft descriptor limit is raised towards the hard one.
 worker_connections = 4096
 raise_descriptor_limit(worker_connections + 256)
+# Connections the kernel queues before a worker accepts them (gunicorn's default is 2,048): a
+# fleet's burst of submits connects all at once, and a connect dropped from a full queue waits
+# a second or more for the kernel's retry. net.core.somaxconn caps it.
+backlog = 4096
 # Sync sends wait for whole turns; gevent workers keep heartbeating while they wait.
 timeout = 30
 graceful_timeout = max(_settings.drain_secs, 1)

@@ -39,3 +39,15 @@ def test_a_lost_actor_leaves_the_pool() -> None:
     pool.adopt("b")
     pool.lost("a")
     assert [actor.address for actor in pool.idle] == ["b"] and pool.short == 1
+
+
+def test_returned_actors_are_kept_up_to_keep_when_that_is_more() -> None:
+    pool = SessionActorPool(size=1, recycle_after=0, keep=4)
+    for name in "abcd":
+        pool.adopt(name)
+    busy = [pool.take() for _ in range(4)]
+    assert all(pool.returned(actor) for actor in busy), "four fit in keep=4"
+    pool.adopt("e")
+    late = pool.take()
+    pool.adopt("f")
+    assert not pool.returned(late), "a fifth idle one is one too many"

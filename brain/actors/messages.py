@@ -166,6 +166,7 @@ class Reply(Message):
     body: dict[str, Any] | None = None
     error_code: str | None = None
     error_message: str | None = None
+    retry_after: int | None = None  # with a 503: the seconds a client should wait (Retry-After)
 
 
 # --- session actor lifecycle ---------------------------------------------------------------

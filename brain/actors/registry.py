@@ -66,6 +66,7 @@ from brain.actors.messages import (
 )
 from brain.actors.pool import PooledActor, SessionActorPool
 from brain.actors.trace import TracedDispatcher
+from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
 from brain.memory_budget import MemoryBudget
 from brain.metrics import MetricBatch
 from brain.settings import Settings
@@ -164,7 +165,7 @@ class Registry(TracedDispatcher):
         if isinstance(msg.command, RunAdmitted | Outcomes | ExpireTurn):
             sender = None  # fire-and-forget: nobody waits for an answer
         if isinstance(msg.command, NEW_WORK) and self._memory.exhausted():
-            self._refuse(msg, sender, self._memory.refusal_message())
+            self._refuse(msg, sender, self._memory.refusal_message(), MEMORY_RETRY_AFTER_SECS)
             return
         slot = self._slots.get(msg.session_id)
         if slot is not None:
@@ -228,10 +229,11 @@ class Registry(TracedDispatcher):
         self._arm_refill()
         return slot
 
-    def _refuse(self, msg: ToSession, sender: Any, message: str) -> None:
+    def _refuse(self, msg: ToSession, sender: Any, message: str,
+                retry_after: int | None = None) -> None:
         if sender is not None:
             self.send(sender, Reply(msg.request_id, error_code="overloaded",
-                                    error_message=message))
+                                    error_message=message, retry_after=retry_after))
 
     # --- the backlog --------------------------------------------------------------------------
 

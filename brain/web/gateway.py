@@ -230,5 +230,9 @@ def _reply_to(request_id: str, endpoint: Any, first: Any, deadline: float) -> Re
 def reply_body(reply: Reply) -> dict[str, Any]:
     """An actor's Reply as the HTTP layer wants it: the body, or its error raised."""
     if reply.error_code is not None:
-        raise errors.from_code(reply.error_code, reply.error_message or "")
+        error = errors.from_code(reply.error_code, reply.error_message or "")
+        retry_after = getattr(reply, "retry_after", None)  # absent in an older peer's Reply
+        if retry_after is not None:
+            error.retry_after = retry_after
+        raise error
     return reply.body or {}

@@ -343,10 +343,12 @@ def test_past_the_memory_budget_new_work_is_refused_and_nothing_is_done(tmp_path
         resp = server.request("POST", "/v1/sessions", json={})
         assert_shed(resp)
         assert "memory budget" in resp.json()["error"]["message"]
+        assert resp.headers["Retry-After"] == "5"
         for headers in ({}, SUBMIT):
             resp = server.request("POST", f"/v1/sessions/{session_id}/messages",
                                   json={"input": "x"}, headers=headers, timeout=30)
             assert_shed(resp)
+            assert resp.headers["Retry-After"] == "5"
         assert kinds(server, session_id) == ["session_created"], "nothing was started"
         assert len(list((server.data_dir / "sessions").iterdir())) == 1, "nothing created"
         # What gives memory back still passes.

@@ -20,6 +20,8 @@ DEFINITIONS: dict[str, tuple[str, str]] = {
     "brain_sse_streams_open": ("gauge", "SSE streams open, summed over web workers"),
     "brain_session_actors_open": ("gauge", "session actors holding a session, or released "
                                   "in the last 0.25 s and not yet reported"),
+    "brain_turns_suspended": ("gauge", "turns waiting on their model or Tools with no session "
+                              "actor (suspended, to resume by replay)"),
 }
 COMMIT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5)
 

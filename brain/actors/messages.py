@@ -422,3 +422,4 @@ class MetricsScrape(Message):
     """Web → MetricsActor (via the registry's count of open session actors)."""
 
     session_actors_open: int
+    turns_suspended: int = 0  # the registry's suspended turns (their actors let go)

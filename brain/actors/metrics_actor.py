@@ -40,4 +40,5 @@ class MetricsActor(TracedDispatcher):
                 del self.gauge_seen[(name, source)]
         self.state.set_gauge("brain_session_actors_open", msg.session_actors_open,
                              source="registry")
+        self.state.set_gauge("brain_turns_suspended", msg.turns_suspended, source="registry")
         self.send(sender, render(self.state))

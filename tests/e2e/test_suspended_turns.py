@@ -6,6 +6,7 @@ resumption and its commit-before-send check passes."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import time
@@ -143,7 +144,9 @@ def test_a_suspended_turn_is_cancelled(tmp_path: Path) -> None:
         submit(server, session_id)
         wait_for(lambda: "model_call_started" in kinds(server, session_id), timeout=30,
                  what="the model call")
-        time.sleep(0.5)  # well past the suspension grace
+        wait_for(lambda: re.search(r"^brain_turns_suspended 1(\.0)?$",
+                                   server.request("GET", "/metrics").text, re.MULTILINE),
+                 timeout=10, what="the turn is counted suspended")
         # The only actor is free: another session runs a turn meanwhile.
         other = server.create_session()["id"]
         assert server.send(other, "meanwhile")["status"] == "ended"

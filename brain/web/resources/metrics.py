@@ -83,7 +83,8 @@ class MetricsResource:
 
         stats = self.gateway.ask_global(REGISTRY_GLOBAL_NAME, Registry, "stats") or {}
         text = self.gateway.ask_global(METRICS_GLOBAL_NAME, MetricsActor,
-                                       MetricsScrape(stats.get("open_sessions", 0)))
+                                       MetricsScrape(stats.get("open_sessions", 0),
+                                                     stats.get("suspended_turns", 0)))
         if not isinstance(text, str):
             raise errors.Internal("metrics are not available right now")
         resp.content_type = PROMETHEUS_TEXT

@@ -7,7 +7,7 @@ its workers. Below `size` idle actors the registry forks more; a returned actor 
 `keep` idle (at least twice `size`; the registry passes BRAIN_MAX_SESSION_ACTORS), so actors of
 sessions that were busy at once come back and serve again instead of exiting while the pool
 forks their replacements: turns that wait on their model open their session twice, and a fleet
-of them keeps every actor busy in bursts. An actor that has served
+of them keeps every actor busy in bursts (no pool, size 0, keeps none). An actor that has served
 `recycle_after` sessions is not taken back but retired, so whatever a long-lived process
 accumulates (heap fragments, module caches) is bounded. This class only counts; the registry
 does the forks, the sends and the exits.
@@ -51,10 +51,15 @@ class SessionActorPool:
         """The actor dropped its session: True if it waits idle again, False if it must exit
         (served its quota, or `keep` wait idle already)."""
         if (self.recycle_after and actor.served >= self.recycle_after) \
-                or len(self.idle) >= max(self.keep, 2 * self.size):
+                or len(self.idle) >= self._kept_idle:
             return False
         self.idle.append(actor)
         return True
+
+    @property
+    def _kept_idle(self) -> int:
+        """No pool (size 0) keeps none: every open forks, every release exits."""
+        return max(self.keep, 2 * self.size) if self.size else 0
 
     def lost(self, address: Any) -> None:
         """The actor exited (retired, or crashed): forget it if it was idle."""

@@ -51,3 +51,9 @@ def test_returned_actors_are_kept_up_to_keep_when_that_is_more() -> None:
     late = pool.take()
     pool.adopt("f")
     assert not pool.returned(late), "a fifth idle one is one too many"
+
+
+def test_without_a_pool_no_returned_actor_is_kept_whatever_keep_says() -> None:
+    pool = SessionActorPool(size=0, recycle_after=0, keep=8)
+    pool.adopt("a")
+    assert not pool.returned(pool.take())

@@ -100,10 +100,6 @@ class Setting:
     default_text: str | None = None
 
 
-DEFAULT_SESSION_ACTORS = max(8, 4 * (os.cpu_count() or 1))
-"""Actors compute (a turn waiting on an effect holds none): a few per CPU keep every CPU busy
-while one commits, more only add processes that wait for a CPU."""
-
 SETTINGS: tuple[Setting, ...] = (
     Setting("data_dir", "BRAIN_DATA_DIR", "./brain-data", str, "all durable state"),
     Setting("listen", "BRAIN_LISTEN", "127.0.0.1:3210", _listen,
@@ -136,11 +132,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("session_actor_sessions", "BRAIN_SESSION_ACTOR_SESSIONS", 2000, _non_negative_int,
             "sessions one pooled session actor serves before it exits and a fresh fork takes "
             "its place; 0 = never recycled"),
-    Setting("max_session_actors", "BRAIN_MAX_SESSION_ACTORS", DEFAULT_SESSION_ACTORS,
-            _positive_int,
-            "sessions whose Agentloop computes in an actor at once (each a process); a turn "
-            "that waits on a model or Tool holds none, so CPU is what this shares out; beyond "
-            "it commands wait in the admission backlog", "4 per CPU, at least 8"),
+    Setting("max_session_actors", "BRAIN_MAX_SESSION_ACTORS", 64, _positive_int,
+            "sessions served by an actor at once (each a process): turns whose Agentloop "
+            "computes and sessions an idle TTL keeps resident (a turn waiting on a model or "
+            "Tool holds none); past 4 per CPU more are forked only while a CPU idles; beyond "
+            "it commands wait in the admission backlog"),
     Setting("admission_backlog", "BRAIN_ADMISSION_BACKLOG", None, _non_negative_int,
             "sessions whose admitted turns or commands may wait for an actor; beyond it new "
             "work is refused with 503 `overloaded` and Retry-After; unset = bounded by the "

@@ -4,7 +4,7 @@ A session actor is a forked process; forking one (and opening the Agentloop runt
 more than a whole text turn. So the registry forks them ahead of need, keeps `size` idle, hands
 one to a session as it opens, and takes it back when the session is released, as gunicorn keeps
 its workers. Below `size` idle actors the registry forks more; a returned actor is kept up to
-`keep` idle (at least twice `size`; the registry passes BRAIN_MAX_SESSION_ACTORS), so actors of
+`keep` idle (at least twice `size`; the registry passes 4 per CPU), so actors of
 sessions that were busy at once come back and serve again instead of exiting while the pool
 forks their replacements: turns that wait on their model open their session twice, and a fleet
 of them keeps every actor busy in bursts (no pool, size 0, keeps none). An actor that has served

@@ -66,6 +66,7 @@ from brain.actors.messages import (
 )
 from brain.actors.pool import PooledActor, SessionActorPool
 from brain.actors.trace import TracedDispatcher
+from brain.cpu_idle import CpuIdle, cpu_actors, may_fork_for_backlog
 from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
 from brain.memory_budget import MemoryBudget
 from brain.metrics import MetricBatch
@@ -84,6 +85,9 @@ BACKLOG_QUIET_SECS = 0.02
 FORK_TICK_SECS = 0.005
 """While work waits in the backlog for want of an actor, one fork per tick: the messages that
 arrive meanwhile are handled between forks, not behind a train of them."""
+CPU_RECHECK_SECS = 0.1
+"""While the CPUs are busy and work waits, how often the registry looks again whether to fork
+(brain/cpu_idle.py)."""
 FORK_MAX_DEFER_SECS = 0.25
 """...but a steady stream of commands still gets one fork this often. (20 ms got sessions out
 of the backlog sooner, but in a burst the forks and their warm-ups then took the CPU the web
@@ -138,7 +142,7 @@ class Registry(TracedDispatcher):
         self._services: dict[str, Any] = {}
         settings = Settings.from_env()
         self._pool = SessionActorPool(settings.session_pool_size, settings.session_actor_sessions,
-                                      keep=settings.max_session_actors)
+                                      keep=cpu_actors())
         self._last_command = 0.0
         self._refill_armed = False
         self._modules = configured_modules(settings)
@@ -152,6 +156,8 @@ class Registry(TracedDispatcher):
         self._sweep_armed = False
         self._metrics = MetricBatch()  # deltas from Released, until the next FlushMetrics
         self._memory = MemoryBudget(settings.memory_reserve_mb)
+        self._cpu_actors = cpu_actors()  # past this many, fork only while a CPU idles
+        self._cpu_idle = CpuIdle()
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
         self._suspended: dict[str, Any] = {}  # session → its suspended turn (no actor holds it)
         self._deadlines: list[tuple[int, str, int]] = []  # (deadline ms, session, turn) heap
@@ -268,8 +274,13 @@ class Registry(TracedDispatcher):
                              ForkForBacklog())
             return
         if self._backlog and not self._pool.idle and len(self._slots) < self._max_serving:
-            self._last_fork = now
-            self._pool.adopt(self._fork())
+            if may_fork_for_backlog(len(self._slots), self._max_serving, self._cpu_actors,
+                                    self._cpu_idle.has_room()):
+                self._last_fork = now
+                self._pool.adopt(self._fork())
+            else:  # the CPUs are busy: look again soon (resident sessions may hold actors)
+                self._fork_armed = True
+                self.wakeupAfter(CPU_RECHECK_SECS, ForkForBacklog())
         self._serve_backlog()
 
     def _sweep_backlog(self) -> None:

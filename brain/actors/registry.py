@@ -38,6 +38,7 @@ from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
 from brain.actors.admission import NEW_WORK, Backlog
 from brain.actors.admission_board import BoardWriter
+from brain.actors.admitted_starts import DeferredStarts
 from brain.actors.convention import accepts_member
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
@@ -115,6 +116,11 @@ class SweepBacklog:
 
 
 @dataclass(frozen=True)
+class StartAdmitted:
+    """The registry's own timer: the admitted turns held back may start now."""
+
+
+@dataclass(frozen=True)
 class SuspendedDeadlines:
     """The registry's own timer: a suspended turn's deadline may have passed."""
 
@@ -158,6 +164,7 @@ class Registry(TracedDispatcher):
         self._memory = MemoryBudget(settings.memory_reserve_mb)
         self._cpu_actors = cpu_actors()  # past this many, fork only while a CPU idles
         self._cpu_idle = CpuIdle()
+        self._deferred = DeferredStarts()  # admitted turns held back during a burst
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
         self._suspended: dict[str, Any] = {}  # session → its suspended turn (no actor holds it)
         self._deadlines: list[tuple[int, str, int]] = []  # (deadline ms, session, turn) heap
@@ -168,6 +175,9 @@ class Registry(TracedDispatcher):
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         self._last_command = time.monotonic()
+        if msg.session_id in self._deferred and not isinstance(msg.command, RunAdmitted):
+            self._deferred.take(msg.session_id)  # its admitted turn goes first
+            self._start_admitted([msg.session_id])
         if isinstance(msg.command, RunAdmitted | Outcomes | ExpireTurn):
             sender = None  # fire-and-forget: nobody waits for an answer
         if isinstance(msg.command, NEW_WORK) and self._memory.exhausted():
@@ -206,9 +216,28 @@ class Registry(TracedDispatcher):
 
     def receiveMsg_AdmittedTurns(self, msg: AdmittedTurns, sender: Any) -> None:
         """Take the batch into the registry's care, then say so: until the worker hears that,
-        it sends the batch again. A repeat is harmless: one already waiting in the backlog is
-        not queued twice, and an actor given one for a turn that runs or ran does nothing."""
-        self._take_owed(msg.request_id, msg.session_ids, "admitted", RunAdmitted, sender)
+        it sends the batch again. A repeat is harmless: one already held or waiting in the
+        backlog is not queued twice, and an actor given one for a turn that runs or ran does
+        nothing. The turns start once the submits are quiet (brain/actors/admitted_starts.py)."""
+        fresh = [s for s in msg.session_ids
+                 if s not in self._deferred and not self._backlog.owes(s, RunAdmitted)]
+        if self._deferred.add(fresh, time.monotonic()):
+            self.wakeupAfter(self._deferred.next_check(time.monotonic()), StartAdmitted())
+        if sender is not None:
+            self.send(sender, Reply(msg.request_id, body={"taken": len(msg.session_ids)}))
+
+    def _start_admitted(self, session_ids: list[str]) -> None:
+        for session_id in session_ids:
+            self.receiveMsg_ToSession(ToSession(f"admitted-{session_id}", session_id,
+                                                RunAdmitted()), None)
+
+    def _admitted_due(self) -> None:
+        now = time.monotonic()
+        due = self._deferred.due(now)
+        if due:
+            self._start_admitted(due)
+        elif len(self._deferred):
+            self.wakeupAfter(self._deferred.next_check(now), StartAdmitted())
 
     def receiveMsg_RecoverSessions(self, msg: RecoverSessions, sender: Any) -> None:
         """The start-up scan's sessions, taken and confirmed the same way (a repeated
@@ -337,6 +366,9 @@ class Registry(TracedDispatcher):
             return
         if isinstance(msg.payload, SweepBacklog):
             self._sweep_backlog()
+            return
+        if isinstance(msg.payload, StartAdmitted):
+            self._admitted_due()
             return
         if isinstance(msg.payload, SuspendedDeadlines):
             self._expire_suspended()

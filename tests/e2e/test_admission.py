@@ -21,7 +21,7 @@ import pytest
 from brain.actors.admission_board import BoardReader
 from brain.journal import JournalScan, JournalWriter
 from tests.agentloop.helpers import compile_guest
-from tests.support.server import BrainServer, configured, group_pids
+from tests.support.server import BrainServer, configured, group_pids, session_processes
 from tests.support.waiting import wait_for
 
 SLOW = "slow"
@@ -68,17 +68,6 @@ def one_actor(tmp_path: Path) -> Iterator[BrainServer]:
 def kinds(server: BrainServer, session_id: str) -> list[str]:
     journal = server.data_dir / "sessions" / session_id / "journal"
     return [frame.record["kind"] for frame in JournalScan(journal)]
-
-
-def session_processes(server: BrainServer) -> int:
-    count = 0
-    for pid in group_pids(server.proc.pid):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"brain: session "):
-                count += 1
-        except OSError:
-            continue
-    return count
 
 
 def session_pid(server: BrainServer, session_id: str) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from brain.journal import JournalScan
-from tests.support.server import BrainServer, configured, group_pids
+from tests.support.server import BrainServer, configured, session_processes
 from tests.support.waiting import wait_for
 
 MODEL_SECS = 2.0
@@ -48,17 +48,6 @@ def records(server: BrainServer, session_id: str) -> list[dict]:
 
 def kinds(server: BrainServer, session_id: str) -> list[str]:
     return [record["kind"] for record in records(server, session_id)]
-
-
-def session_processes(server: BrainServer) -> int:
-    count = 0
-    for pid in group_pids(server.proc.pid):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"brain: session"):
-                count += 1
-        except OSError:
-            continue
-    return count
 
 
 def submit(server: BrainServer, session_id: str) -> int:

@@ -213,3 +213,15 @@ def wait_for_no_open_session_actor(s: BrainServer) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("a session actor stayed open")
+
+
+def session_processes(server: BrainServer) -> int:
+    """Processes of the server titled as session actors (serving a session now)."""
+    count = 0
+    for pid in group_pids(server.proc.pid):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"brain: session "):
+                count += 1
+        except OSError:
+            continue
+    return count

@@ -578,14 +578,20 @@ class Phase:
         result.extra["listen_queue"] = self.listen
 
 
+def ready_fleet(server: Any, w: Workload, log: Callable[[str], None]) -> tuple[list[str], Phase]:
+    """Both Brain arms' untimed start: the fleet's and the warm-up's sessions created, the
+    warm-up run; the fleet's session ids and the timed phase's sampler, not yet started."""
+    ids = create_sessions(server, w.sessions + w.warm_sessions, log)
+    fleet_ids, warm_ids = ids[:w.sessions], ids[w.sessions:]
+    if warm_ids:
+        warm_up_brain(server, warm_ids, log)
+    return fleet_ids, Phase(server_pids(server), server.proc.pid)
+
+
 def brain_sync_arm(w: Workload, env: dict[str, str], log: Callable[[str], None]) -> ArmResult:
     """The Brain arm with sync sends (see the module docstring)."""
     with brain_server(env, w.delay_ms) as server:
-        ids = create_sessions(server, w.sessions + w.warm_sessions, log)
-        fleet_ids, warm_ids = ids[:w.sessions], ids[w.sessions:]
-        if warm_ids:
-            warm_up_brain(server, warm_ids, log)
-        phase = Phase(server_pids(server), server.proc.pid)
+        fleet_ids, phase = ready_fleet(server, w, log)
         deadline = time.monotonic() + w.ideal + PHASE_SLACK_SECS
         with phase:
             fleet = drive(w.sessions, w.turns,
@@ -710,11 +716,7 @@ def brain_submit_arm(w: Workload, env: dict[str, str], log: Callable[[str], None
     from tools.bench.burst import fire
 
     with brain_server(env, w.delay_ms) as server:
-        ids = create_sessions(server, w.sessions + w.warm_sessions, log)
-        fleet_ids, warm_ids = ids[:w.sessions], ids[w.sessions:]
-        if warm_ids:
-            warm_up_brain(server, warm_ids, log)
-        phase = Phase(server_pids(server), server.proc.pid)
+        fleet_ids, phase = ready_fleet(server, w, log)
         poller = Poller(server.port, server.token)
         with phase:
             began_wall, began = time.time(), time.monotonic()

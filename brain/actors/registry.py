@@ -147,8 +147,9 @@ class Registry(TracedDispatcher):
         self._slots: dict[str, SessionSlot] = {}
         self._services: dict[str, Any] = {}
         settings = Settings.from_env()
+        self._cpu_actors = cpu_actors()  # past this many, fork only while a CPU idles
         self._pool = SessionActorPool(settings.session_pool_size, settings.session_actor_sessions,
-                                      keep=cpu_actors())
+                                      keep=self._cpu_actors)
         self._last_command = 0.0
         self._refill_armed = False
         self._modules = configured_modules(settings)
@@ -162,7 +163,6 @@ class Registry(TracedDispatcher):
         self._sweep_armed = False
         self._metrics = MetricBatch()  # deltas from Released, until the next FlushMetrics
         self._memory = MemoryBudget(settings.memory_reserve_mb)
-        self._cpu_actors = cpu_actors()  # past this many, fork only while a CPU idles
         self._cpu_idle = CpuIdle()
         self._deferred = DeferredStarts()  # admitted turns held back during a burst
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out

@@ -64,10 +64,10 @@ class SuspendingSession:
         self._timeline = None
         if suspended is None or self.writer is None:
             return
-        history = self.writer.history
+        history, self.writer.history = self.writer.history, None  # the writer keeps none
         if history is None:  # the checkpoint is newer than the turn: read it from the start
             history = read_timeline(self.session_dir / "journal", suspended.sequence)
-        self._timeline = (history[0], list(history[1]))
+        self._timeline = history  # its records list takes each later commit (note_committed)
 
     def note_committed(self, committed: list[dict[str, Any]]) -> None:
         if self._timeline is not None:

@@ -23,15 +23,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from brain.client.errors import BrainClientError, Cancelled, ClientClosed
 from brain.client.keys import new_idempotency_key
+from brain.client.session_calls import SessionCalls
 from brain.client.shapes import CancelAnswer, TurnResult, TurnState
 from brain.client.signal import CancelSignal
-
-if TYPE_CHECKING:
-    from brain.client.session import Session
 
 log = logging.getLogger("brain.client")
 
@@ -55,17 +53,18 @@ class _Outcome:
         return self.result
 
 
-def send_with_signal(session: Session, turn_input: Any, key: str, signal: CancelSignal,
+def send_with_signal(session: SessionCalls, turn_input: Any, key: str, signal: CancelSignal,
                      timeout: float | None) -> TurnResult:
+    """Send `turn_input` under `key`; once `signal` fires, cancel the turn after admission."""
     if signal.cancelled:
         raise Cancelled("the signal had fired before the message was sent; nothing was sent")
-    baseline = session._fetch_state().get("last_sequence") or 0
+    baseline = session.fetch_state().get("last_sequence") or 0
     outcome = _Outcome()
     wake = threading.Event()
 
     def run() -> None:
         try:
-            outcome.result = session._post_send(turn_input, key, timeout)
+            outcome.result = session.post_send(turn_input, key, timeout)
         except BaseException as exc:  # handed to the caller's thread
             outcome.error = exc
         finally:
@@ -73,7 +72,7 @@ def send_with_signal(session: Session, turn_input: Any, key: str, signal: Cancel
             wake.set()
 
     remove = signal.add_callback(wake.set)
-    worker = threading.Thread(target=run, name=f"brain-send-{session.id}", daemon=True)
+    worker = threading.Thread(target=run, name=f"brain-send-{session.session_id}", daemon=True)
     worker.start()
     cancel: CancelAnswer | None = None
     try:
@@ -90,29 +89,29 @@ def send_with_signal(session: Session, turn_input: Any, key: str, signal: Cancel
     return dataclasses.replace(result, cancel_request=cancel) if cancel else result
 
 
-def _cancel_after_admission(session: Session, baseline: int,
+def _cancel_after_admission(session: SessionCalls, baseline: int,
                             outcome: _Outcome) -> CancelAnswer | None:
     """Poll until our turn is visible, then cancel it if it still runs; None if not needed."""
     cancel_key = new_idempotency_key()
     pause = FIRST_POLL_SECS
     while not outcome.done.is_set():
         try:
-            turn = TurnState.from_json(session._fetch_state().get("turn"))
+            turn = TurnState.from_json(session.fetch_state().get("turn"))
         except ClientClosed:
             raise
         except BrainClientError as exc:
             log.warning("session %s: reading the session to observe admission failed: %s",
-                        session.id, exc)
+                        session.session_id, exc)
             turn = None
         if turn is not None and turn.sequence > baseline:
             if turn.status != "running":
                 return None  # finished already; the send is about to return
             try:
-                return session._post_cancel(cancel_key)
+                return session.post_cancel(cancel_key)
             except ClientClosed:
                 raise
             except BrainClientError as exc:
-                log.warning("session %s: cancelling turn %d failed: %s", session.id,
+                log.warning("session %s: cancelling turn %d failed: %s", session.session_id,
                             turn.sequence, exc)
                 return None
         outcome.done.wait(pause)

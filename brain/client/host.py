@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from brain.client.errors import (
     BrainAPIError,
@@ -33,11 +33,9 @@ from brain.client.errors import (
     Unauthorized,
     api_error,
 )
+from brain.client.sessions_client import SessionsClient
 from brain.client.signal import CancelSignal
 from brain.client.transport import Transport, quote_segment
-
-if TYPE_CHECKING:
-    from brain.client.client import Brain
 
 log = logging.getLogger("brain.client")
 
@@ -63,7 +61,8 @@ class HostCall:
     `sequence` is the `tool_call_started` (or `environment_op_started`) record: with
     `session_id`, the operation's only identifier. `deadline` is a `time.time()` epoch or None.
     `signal` fires when Brain cancels the call or the HostServer stops; `brain` is the client
-    that serves, for handlers that drive other sessions.
+    that serves (the `Brain` whose `serve_host` started it), for handlers that drive other
+    sessions.
     """
 
     call_id: str
@@ -72,7 +71,7 @@ class HostCall:
     session_id: str
     sequence: int
     deadline: float | None
-    brain: Brain
+    brain: SessionsClient
     input: Any = None  # a Tool's input
     op: str | None = None  # an Environment op
     request: dict[str, Any] | None = None  # an Environment op's request
@@ -83,7 +82,7 @@ class HostCall:
         return None if self.deadline is None else max(0.0, self.deadline - time.time())
 
     @classmethod
-    def from_json(cls, item: Mapping[str, Any], brain: Brain) -> HostCall:
+    def from_json(cls, item: Mapping[str, Any], brain: SessionsClient) -> HostCall:
         return cls(call_id=item["call_id"], kind=item["kind"], name=item["name"],
                    session_id=item["session_id"], sequence=item["sequence"],
                    deadline=item.get("deadline"), brain=brain, input=item.get("input"),
@@ -98,7 +97,7 @@ def current_call() -> HostCall | None:
 class HostServer:
     """A running host: see `Brain.serve_host`. Stop it with `stop()` or by closing the client."""
 
-    def __init__(self, brain: Brain, tools: Mapping[str, ToolHandler] | None = None,
+    def __init__(self, brain: SessionsClient, tools: Mapping[str, ToolHandler] | None = None,
                  environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
                  max_concurrency: int = 16) -> None:
         self.tools = dict(tools or {})
@@ -162,7 +161,7 @@ class HostServer:
         for call in left:
             call.signal.cancel("the host server stopped")
         self._transport.close()  # a poll still stuck in flight is cut off here
-        self.brain._host_stopped(self)
+        self.brain._disown(self)
         return not left
 
     def _running_calls(self) -> list[HostCall]:

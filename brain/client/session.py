@@ -9,10 +9,12 @@ reads `.status` sees exactly what it last asked for; call `refresh()` to observe
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from brain.client.api import Api
 from brain.client.cancelling import send_with_signal
 from brain.client.keys import new_idempotency_key
+from brain.client.session_calls import SessionCalls, TurnInput
 from brain.client.shapes import (
     CancelAnswer,
     Event,
@@ -24,12 +26,6 @@ from brain.client.shapes import (
 )
 from brain.client.signal import CancelSignal
 from brain.client.stream import EventStream
-from brain.client.transport import quote_segment
-
-if TYPE_CHECKING:
-    from brain.client.api import Api
-
-TurnInput = str | list[dict[str, Any]]
 
 
 class Session:
@@ -37,7 +33,8 @@ class Session:
                  state: dict[str, Any] | None = None) -> None:
         self._api = api
         self.id = session_id
-        self._path = f"/v1/sessions/{quote_segment(session_id)}"
+        self._calls = SessionCalls(api, session_id)
+        self._path = self._calls.path
         self._apply(state or {})
 
     def __repr__(self) -> str:
@@ -60,12 +57,8 @@ class Session:
 
     def refresh(self) -> Session:
         """Re-read GET /v1/sessions/{id} into the cached fields; never activates the session."""
-        self._apply(self._fetch_state())
+        self._apply(self._calls.fetch_state())
         return self
-
-    def _fetch_state(self) -> dict[str, Any]:
-        """The current Session representation, without touching the cache."""
-        return self._api.call("GET", self._path).json()
 
     def transcript(self) -> Transcript:
         """The canonical messages and the journal sequence they are current through."""
@@ -118,16 +111,9 @@ class Session:
         Retry an uncertain send with the same key, and as a send, never as a submit.
         """
         if signal is None:
-            return self._post_send(input, idempotency_key, timeout)
+            return self._calls.post_send(input, idempotency_key, timeout)
         key = idempotency_key or new_idempotency_key()
-        return send_with_signal(self, input, key, signal, timeout)
-
-    def _post_send(self, turn_input: TurnInput, key: str | None,
-                   timeout: float | None) -> TurnResult:
-        wait = self._api.turn_timeout if timeout is None else timeout
-        answer = self._api.call("POST", self._path + "/messages", body={"input": turn_input},
-                                idempotency_key=key, timeout=wait)
-        return TurnResult.from_json(answer.json())
+        return send_with_signal(self._calls, input, key, signal, timeout)
 
     def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async): the durable turn's receipt.
@@ -145,11 +131,7 @@ class Session:
 
     def interrupt(self, idempotency_key: str | None = None) -> CancelAnswer:
         """POST cancel: stop work in flight; the session stays usable. Idle: sequence None."""
-        return self._post_cancel(idempotency_key)
-
-    def _post_cancel(self, key: str | None) -> CancelAnswer:
-        answer = self._api.call("POST", self._path + "/cancel", idempotency_key=key)
-        return CancelAnswer.from_json(answer.json())
+        return self._calls.post_cancel(idempotency_key)
 
     def end(self, idempotency_key: str | None = None, *, timeout: float | None = None) -> Session:
         """End the session (waits for active work) and cache the ended Session."""

@@ -57,6 +57,7 @@ from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
 from brain.actors.session_suspension import SuspendingSession
 from brain.admitted import clear_admitted
+from brain.damage_report import forget_damage, report_damage
 from brain.journal import CorruptJournal, JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
@@ -333,11 +334,11 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
                 if admitted is not None:  # its activation_started is durable now
                     clear_admitted(self.session_dir)
         except CorruptJournal as exc:
-            log.error("session %s damaged, %s refused: %s at byte offset %d (sequence %s): %s",
-                      self.core.session_id, type(command).__name__, exc.path, exc.offset,
-                      exc.seq, exc.reason)
+            damage = report_damage(self.settings.data_path, self.core.session_id, exc)
+            log.error("session %s damaged, %s refused: %s", self.core.session_id,
+                      type(command).__name__, damage.describe())
             self._close_journal()
-            self._step(Damaged(damage_message(exc, self.settings.data_path)))
+            self._step(Damaged(damage_message(damage)))
             return None, frozenset()
         if isinstance(command, DeleteSession) and self.writer is not None:
             return None, frozenset(environments_set_up(journal_dir))
@@ -434,6 +435,7 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
             shutil.rmtree(self.session_dir, ignore_errors=True)
             shutil.rmtree(self.settings.environments_path / self.core.session_id,
                           ignore_errors=True)
+            forget_damage(self.settings.data_path, self.core.session_id)
         elif isinstance(action, Telemetry):
             sink = self.settings.telemetry_sink
             if sink is not None:

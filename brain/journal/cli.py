@@ -32,7 +32,9 @@ from brain.journal import (
     to_event,
 )
 from brain.journal.checkpoint import resume_cursor
+from brain.journal.damage import Damage
 from brain.journal.history import history_mismatch
+from brain.journal.segments import segment_name
 
 
 def resolve(target: str, environ: dict[str, str] | None = None) -> tuple[Path, Path | None]:
@@ -80,11 +82,15 @@ def verify(target: str, out: TextIO | None = None) -> int:
             if checkpoint is not None and record["seq"] == checkpoint.seq:
                 at_checkpoint = builder.build()
     except CorruptJournal as exc:
-        print(f"CORRUPT {exc.path} offset {exc.offset} sequence {exc.seq}: {exc.reason}", file=out)
+        print(f"CORRUPT {Damage.of(exc).describe()}", file=out)
         return 1
     except InvalidRecord as exc:
-        where = f"offset {frame.offset} " if frame is not None else ""
-        print(f"INVALID {journal_dir} {where}: {exc}", file=out)
+        if frame is None:
+            print(f"INVALID {journal_dir}: {exc}", file=out)
+        else:
+            where = Damage(str(journal_dir / segment_name(frame.segment)), frame.offset,
+                           frame.seq, str(exc))
+            print(f"INVALID {where.describe()}", file=out)
         return 1
     except JournalError as exc:
         print(f"ERROR {exc}", file=out)
@@ -157,10 +163,7 @@ def dump(target: str, start: int = 1, as_json: bool = False, out: TextIO | None 
     except BrokenPipeError:
         return 0
     except CorruptJournal as exc:
-        print(
-            f"CORRUPT {exc.path} offset {exc.offset} sequence {exc.seq}: {exc.reason}",
-            file=sys.stderr,
-        )
+        print(f"CORRUPT {Damage.of(exc).describe()}", file=sys.stderr)
         return 1
     except JournalError as exc:
         print(f"ERROR {exc}", file=sys.stderr)

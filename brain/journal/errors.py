@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from brain.journal.damage import describe
+
 
 class JournalError(Exception):
     """Base class of every error this library raises on purpose."""
@@ -20,7 +22,7 @@ class CorruptJournal(JournalError):
         self.offset = offset
         self.seq = seq
         self.reason = reason
-        super().__init__(f"{self.path}: offset {offset}, sequence {seq}: {reason}")
+        super().__init__(describe(self.path, offset, seq, reason))
 
     def __reduce__(self):  # keep it picklable across actor boundaries
         return (type(self), (self.path, self.offset, self.seq, self.reason))

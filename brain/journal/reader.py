@@ -67,11 +67,16 @@ class SessionReader:
         A refused journal reports status `damaged` (with what the readable prefix says)
         instead of raising: the Session resource stays readable so the damage is visible.
         """
+        return self.status_and_damage()[0]
+
+    def status_and_damage(self) -> tuple[dict[str, Any], CorruptJournal | None]:
+        """`status()` and, for a refused journal, the refusal, from one read: a damaged
+        Session names where it is damaged without reading its journal twice."""
         projection, error = self._retry(lambda: self._fold(content=False))
         view = projection.status_view()
         if error is not None:
             view["status"] = "damaged"
-        return view
+        return view, error
 
     def damage(self) -> CorruptJournal | None:
         """The reason this session is refused, or None when it reads cleanly."""

@@ -3,8 +3,9 @@ of a refusal of a damaged journal."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+from brain.journal.damage import Damage
 
 
 def session_view(session_id: str, projection: Any) -> dict[str, Any]:
@@ -22,14 +23,10 @@ def turn_result(session_id: str, turn: int, terminal: dict[str, Any]) -> dict[st
             "error": terminal.get("error")}
 
 
-def damage_message(damage: Any, data_path: Path) -> str:
-    """What a `session_damaged` refusal tells its client: the refused segment file (under the
-    data directory, so no more of the server's layout than that), the byte offset of the bad
-    frame and why, so an operator can go straight to it with `brain journal verify`."""
-    path = Path(damage.path)
-    try:
-        shown = str(path.relative_to(data_path))
-    except ValueError:
-        shown = path.name
-    return (f"the session's journal is damaged: {shown} at byte offset {damage.offset} "
-            f"({damage.reason}); nothing more is written to it; see `brain journal verify`")
+def damage_message(damage: Damage) -> str:
+    """What a `session_damaged` answer tells its client, a read's or a write's alike: the
+    refused segment file (relative to the data directory, so no more of the server's layout
+    than that), the byte offset of the bad frame, its sequence and why, in the words of
+    `brain journal verify`, so an operator can go straight to it."""
+    return (f"the session's journal is damaged: {damage.describe()}; nothing more is written "
+            "to it; see `brain journal verify`")

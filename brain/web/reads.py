@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from brain import errors
+from brain.damage_report import report_damage
 from brain.journal import CorruptJournal, SessionReader
+from brain.sessions.views import damage_message
 from brain.settings import Settings
 from brain.web.contract import SESSION_ID
 
@@ -26,14 +28,23 @@ def reader(settings: Settings, session_id: str) -> SessionReader:
 
 
 def session_resource(settings: Settings, session_id: str) -> dict[str, Any]:
-    """The Session shape; a refused journal shows as status `damaged`, not as an error."""
+    """The Session shape; a refused journal shows as status `damaged` with its `damage`
+    (segment, offset, sequence, reason), not as an error."""
     path = session_dir(settings, session_id)
     try:
-        return {"id": session_id, **SessionReader(path).status()}
-    except CorruptJournal:
-        return {"id": session_id, "status": "damaged", "created_at": None, "updated_at": None,
-                "last_sequence": None, "config": None, "turn": None}
+        view, refused = SessionReader(path).status_and_damage()
+    except CorruptJournal as exc:
+        view, refused = {"status": "damaged", "created_at": None, "updated_at": None,
+                         "last_sequence": None, "config": None, "turn": None}, exc
+    resource = {"id": session_id, **view}
+    if refused is not None:
+        resource["damage"] = report_damage(settings.data_path, session_id, refused).as_json()
+    return resource
 
 
-def damaged_error() -> errors.BrainError:
-    return errors.SessionDamaged("the session's journal is damaged; see `brain journal verify`")
+def damaged_error(data_path: Path, session_id: str,
+                  refused: CorruptJournal) -> errors.BrainError:
+    """A read's `session_damaged`: the same detail as a refused write's, and as the
+    Session's `damage`."""
+    damage = report_damage(data_path, session_id, refused)
+    return errors.SessionDamaged(damage_message(damage))

@@ -1,4 +1,5 @@
-"""Shapes more than one route family uses: the Session, its turn, a sequence, content blocks.
+"""Shapes more than one route family uses: the Session, its turn and damage, a sequence, content
+blocks.
 
 Each route family's own shapes sit beside its responders in brain/web/resources/.
 """
@@ -31,6 +32,23 @@ TURN = Schema("Turn", {
     },
 }, "turn")
 
+DAMAGE = Schema("Damage", {
+    "type": "object",
+    "description": "Where a damaged session's journal is refused, in the words of "
+    "`brain journal verify`; present only when status is damaged.",
+    "required": ["segment", "offset", "sequence", "reason"],
+    "properties": {
+        "segment": {"type": "string",
+                    "description": "The segment file, relative to the data dir."},
+        "offset": {"type": "integer", "minimum": 0,
+                   "description": "Byte offset of the refused frame (or header) in it."},
+        "sequence": nullable({**SEQUENCE,
+                              "description": "The record's sequence there, where known."}),
+        "reason": {"type": "string",
+                   "description": "e.g. payload checksum mismatch, sequence gap."},
+    },
+}, "damage")
+
 SESSION = Schema("Session", {
     "type": "object",
     "required": ["id", "status", "created_at", "updated_at", "last_sequence", "config"],
@@ -46,6 +64,7 @@ SESSION = Schema("Session", {
             "recorded it; null only for a damaged session.",
         }),
         "turn": nullable(TURN),
+        "damage": DAMAGE,
     },
 }, "session")
 

@@ -87,23 +87,24 @@ def open_stream(reader: Any, session_dir: Path, hub: LiveHub, session_id: str, a
         raise
     frames = _frames(itertools.chain(first, catch_up), state, subscription, session_dir,
                      keepalive_secs)
-    return EventStream(_until_damaged(frames, session_id, request_id),
+    return EventStream(_until_damaged(frames, session_dir, session_id, request_id),
                        lambda: hub.unsubscribe(subscription))
 
 
-def _until_damaged(frames: Iterator[bytes], session_id: str,
+def _until_damaged(frames: Iterator[bytes], session_dir: Path, session_id: str,
                    request_id: str) -> Generator[bytes, None, None]:
     """Pass frames on; a journal refused mid-stream ends the stream with an error frame.
 
-    The 200 is already sent, so the client learns it from the frame; no traceback is logged
-    (the damage is reported, not a server fault) and the WSGI server sees a normal end.
+    The 200 is already sent, so the client learns it from the frame, with the same detail as
+    a page's 500; no traceback is logged (the damage is reported, not a server fault) and the
+    WSGI server sees a normal end. `session_dir` is `<data dir>/sessions/<id>`.
     """
     try:
         yield from frames
     except CorruptJournal as damage:
-        log.warning("session %s: journal refused while streaming, stream ended: %s",
-                    session_id, damage)
-        yield error_frame(damaged_error(), request_id)
+        error = damaged_error(session_dir.parent.parent, session_id, damage)
+        log.warning("session %s: journal refused while streaming, stream ended", session_id)
+        yield error_frame(error, request_id)
 
 
 def _frames(catch_up: Iterator[bytes], state: _FollowState, subscription: Subscription,

@@ -232,6 +232,12 @@ def test_a_damaged_session_is_shown_as_damaged(server, driver, shots):
     driver.get(f"{server.url}/console#/s/{sid}")
     wait(driver, lambda d: find(d, "#damaged").is_displayed() and
          "session_damaged" in find(d, "#damaged").text, "the damage and its error")
+    segment = f"sessions/{sid}/journal/{1:020d}.seg"
+    wait(driver, lambda d: find(d, "#damage").is_displayed(), "where the journal is damaged")
+    shown = find(driver, "#damage").text
+    for part in (segment, "32", "payload checksum mismatch", "sequence"):
+        assert part in shown, shown  # the Session's `damage`, as `brain journal verify` says it
+    assert f"brain journal verify {sid}" in find(driver, "#damaged").text  # what to do next
     assert not find(driver, "#send").is_enabled() and find(driver, "#delete").is_enabled()
     screenshot(driver, shots, "console-damaged")
     assert script_errors(driver) == []

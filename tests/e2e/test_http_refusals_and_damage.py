@@ -277,7 +277,8 @@ def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(
         assert f"sessions/{damaged}/journal/{segment.name} at byte offset {offset}" in message
         assert journal_bytes(session_dir) == before
         log = s.log_path.read_text(errors="replace")
-        assert f"{segment} at byte offset {offset}" in log, log[-3000:]
+        where = f"sessions/{damaged}/journal/{segment.name} at byte offset {offset}"
+        assert where in log, log[-3000:]
 
         submitted = s.request("POST", f"/v1/sessions/{damaged}/messages", json={"input": "x"},
                               headers={"Prefer": "respond-async"})

@@ -74,7 +74,8 @@ def test_verify_refuses_what_the_writer_open_refuses(
         JournalWriter.open(session / "journal", segment_bytes=512)
     assert main(["verify", str(session)]) == 1
     out = capsys.readouterr().out
-    assert out.startswith(f"CORRUPT {refused.value.path} offset {refused.value.offset} ")
+    assert out == f"CORRUPT {refused.value}\n"  # the refusal in the words every report uses
+    assert out.startswith(f"CORRUPT {refused.value.path} at byte offset {refused.value.offset} ")
 
 
 def test_verify_calls_a_checkpoint_with_other_history_checksums_stale(

@@ -171,11 +171,21 @@ async function listView(params) {
 // --- one session ------------------------------------------------------------------------------
 
 function sessionView(id) {
-  const state = { session: null, lastSeq: 0, stopped: false, controller: null, pending: null };
+  const state = { session: null, lastSeq: 0, stopped: false, controller: null, pending: null,
+                  damageAsked: false };
   const title = el("h1", { class: "grow mono", text: id });
   const status = el("span", { id: "session-status" });
   const live = el("span", { class: "live off", id: "live", text: "live" });
-  const damaged = el("div", { class: "error", id: "damaged", hidden: true });
+  // A damaged session: where its journal is refused (the Session's `damage`, in the words of
+  // `brain journal verify`), the last session_damaged error a read answered, and what next.
+  const damage = el("dl", { id: "damage", class: "damage", hidden: true });
+  const damageError = el("p", { id: "damage-error", hidden: true });
+  const damaged = el("div", { class: "error", id: "damaged", role: "alert", hidden: true },
+    el("strong", { text: "This session is damaged: its journal is refused, so it takes no message." }),
+    damage, damageError,
+    el("p", { class: "hint", text: `Next: brain journal verify ${id} on the server, then restore ` +
+      "its journal from a backup, or keep what verifies and delete it (docs/operations.md, " +
+      "\"Recovering a damaged session\")." }));
   const transcript = el("div", { id: "transcript", class: "scroll" });
   const pending = el("div", { id: "pending", class: "msg pending", hidden: true });
   const events = el("div", { id: "events", class: "events" });
@@ -197,7 +207,7 @@ function sessionView(id) {
       state.session = await api("GET", base);
       status.replaceChildren(badge(state.session.status));
       enableFor(state.session.status);
-      if (state.session.status === "damaged") showDamaged();
+      if (state.session.status === "damaged") showDamaged(null, state.session.damage);
     } catch (err) { if (err.code === "session_damaged") showDamaged(err); else throw err; }
   }
   // What each status allows: no message or interrupt once a session is over or damaged.
@@ -207,12 +217,21 @@ function sessionView(id) {
     document.getElementById("interrupt").disabled = over;
     document.getElementById("end").disabled = over || current === "ending";
   }
-  function showDamaged(err) {
+  function showDamaged(err, where) {
     status.replaceChildren(badge("damaged"));
     enableFor("damaged");
     damaged.hidden = false;
-    if (err) damaged.textContent = `This session is damaged: ${err}`;
-    else if (!damaged.textContent) damaged.textContent = "This session is damaged.";
+    if (where) {
+      const rows = [["segment", where.segment], ["byte offset", where.offset],
+                    ["sequence", where.sequence ?? "unknown"], ["reason", where.reason]];
+      damage.replaceChildren(...rows.flatMap(([name, value]) =>
+        [el("dt", { text: name }), el("dd", { class: "mono", text: String(value) })]));
+      damage.hidden = false;
+    } else if (damage.hidden && !state.damageAsked) {
+      state.damageAsked = true; // a read found it first: the Session says where it is
+      refresh().catch(showError);
+    }
+    if (err) { damageError.textContent = String(err); damageError.hidden = false; }
   }
   async function loadTranscript() {
     try {

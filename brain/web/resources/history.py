@@ -97,8 +97,8 @@ class EventsResource:
             return
         try:
             resp.media = session_reader.events_page(after, limit)
-        except CorruptJournal:
-            raise damaged_error() from None
+        except CorruptJournal as refused:
+            raise damaged_error(self.settings.data_path, session_id, refused) from None
 
     def _stream(self, req: falcon.Request, resp: falcon.Response, session_reader: SessionReader,
                 session_id: str, after: int) -> None:
@@ -108,13 +108,14 @@ class EventsResource:
         whose journal is refused before the catch-up reaches its first Event. Damage found
         later ends the stream with an `error` frame (brain/web/sse.py).
         """
-        if session_reader.damage() is not None:
-            raise damaged_error()
+        refused = session_reader.damage()
+        if refused is not None:
+            raise damaged_error(self.settings.data_path, session_id, refused)
         try:
             stream = open_stream(session_reader, session_dir(self.settings, session_id),
                                  self.hub, session_id, after, req.context.request_id)
-        except CorruptJournal:
-            raise damaged_error() from None
+        except CorruptJournal as refused:
+            raise damaged_error(self.settings.data_path, session_id, refused) from None
         resp.content_type = "text/event-stream"
         resp.set_header("Cache-Control", "no-cache")
         resp.set_header("X-Accel-Buffering", "no")
@@ -131,5 +132,5 @@ class TranscriptResource:
         session_reader = reader(self.settings, session_id)
         try:
             resp.media = session_reader.transcript()
-        except CorruptJournal:
-            raise damaged_error() from None
+        except CorruptJournal as refused:
+            raise damaged_error(self.settings.data_path, session_id, refused) from None

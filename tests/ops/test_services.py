@@ -160,10 +160,11 @@ def test_json_logs_name_the_request_and_the_session(tmp_path: Path) -> None:
         assert sent.status_code == 500
         request_id = sent.headers["x-request-id"]
 
-        def damage_line() -> dict | None:
+        def damage_line(logger: str = "brain.actors.session") -> dict | None:
             for raw in server.log().splitlines():
-                if raw.startswith("{") and request_id in raw:
-                    return json.loads(raw)
+                line = json.loads(raw) if raw.startswith("{") and request_id in raw else {}
+                if line.get("logger") == logger:
+                    return line
             return None
 
         wait_for(lambda: damage_line() is not None, timeout=10, what="the JSON damage line")
@@ -172,6 +173,8 @@ def test_json_logs_name_the_request_and_the_session(tmp_path: Path) -> None:
         assert (line["request_id"], line["session_id"], line["level"]) == (request_id, sid,
                                                                           "ERROR")
         assert "damaged" in line["message"] and line["logger"] == "brain.actors.session"
+        found = damage_line("brain.damage_report")  # its first detection, said once
+        assert found is not None and (found["session_id"], found["level"]) == (sid, "WARNING")
     finally:
         server.kill()
 

@@ -20,6 +20,7 @@ import sys
 import time
 
 from brain.actors.identity import read_run_record
+from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
 from brain.drain import stop_draining
 from brain.operator_token import ensure_operator_token
@@ -41,7 +42,8 @@ def _settings(command: str) -> Settings | None:
         use_default_config_file()
         settings = Settings.from_env()
         BrainConfig.load(settings.config)
-    except (ConfigError, SettingError) as exc:
+        check_thespian()  # both tiers patch Thespian (brain/actors/thespian_fit.py)
+    except (ConfigError, SettingError, ThespianMismatch) as exc:
         print(f"brain {command}: {exc}", file=sys.stderr)
         return None
     settings.data_path.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from brain.actors.data_dir_lock import DataDirTaken, data_dir_holder
 from brain.actors.identity import ACTOR_PORT_REFUSED
+from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
 from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
@@ -320,7 +321,8 @@ def serve(gunicorn_config: str | None = None) -> int:
         settings = Settings.from_env()
         gunicorn_arg = gunicorn_config_arg(gunicorn_config)
         BrainConfig.load(settings.config)  # refuse a broken configuration before starting
-    except (ConfigError, SettingError) as exc:
+        check_thespian()  # and a Thespian that Brain's patches do not fit
+    except (ConfigError, SettingError, ThespianMismatch) as exc:
         # An operator's mistake, not a crash: the message names the setting or the part.
         print(f"brain serve: {exc}", file=sys.stderr)
         return 2

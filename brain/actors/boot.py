@@ -49,6 +49,7 @@ from brain.actors.messages import (
 from brain.actors.proctitle import name_thespian_processes
 from brain.actors.recovery_hand_over import hand_over_recoveries
 from brain.actors.thespian_convention import patch_forwarded_creates
+from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.actors.thespian_select import use_one_shot_poll
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
@@ -265,6 +266,11 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     settings = Settings.from_env()
     configure_root(logging.WARNING)
+    prepare_convention_checkins(settings)  # before Thespian's admin module is imported
+    try:
+        check_thespian()  # every patch below fits the installed Thespian (thespian_fit.py)
+    except ThespianMismatch as exc:
+        return refuse(str(exc))
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
     use_one_shot_poll()  # the admin and every actor are forks of this process
     keep_admin_in_this_process_group()
@@ -279,7 +285,6 @@ def main() -> int:
     os.environ["BRAIN_ACTOR_PORT"] = str(port)  # what every actor's Settings then reads
     preload_for_actors()
     if settings.member is not None:
-        prepare_convention_checkins(settings)  # before Thespian's admin module is imported
         patch_forwarded_creates()
     from thespian.actors import ActorSystem
 

@@ -17,31 +17,42 @@ actor system" instead.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
+
+from brain.actors.thespian_fit import check_thespian
 
 _patched = False
 
 
 def patch_forwarded_creates() -> None:
-    """Make every admin this process forks forget a create request once it was forwarded."""
+    """Make every admin this process forks forget a create request once it was forwarded.
+
+    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
+    Thespian's admin module reads its settings when first imported: call this after
+    `prepare_convention_checkins` (brain/actors/convention.py).
+    """
     global _patched
     if _patched:
         return
+    check_thespian(["thespian_convention"])
     from thespian.system.admin.convention import ConventioneerAdmin
 
     forward = ConventioneerAdmin._not_compatible
 
-    def forward_and_forget(self: Any, envelope: Any) -> Any:
-        result = forward(self, envelope)
+    @functools.wraps(forward)
+    def forward_and_forget(self: Any, createActorEnvelope: Any) -> Any:
+        result = forward(self, createActorEnvelope)
         for instance, waiting in list(self._pendingChildren.items()):
-            if waiting and waiting[0] is envelope:
+            if waiting and waiting[0] is createActorEnvelope:
                 # Nothing can have queued behind it: the entry is made, found not creatable
                 # here and forwarded within one message's handling.
                 del self._pendingChildren[instance]
         return result
 
     ConventioneerAdmin._not_compatible = forward_and_forget
-    ConventioneerAdmin._pending_send_failed = _answer_when_nobody_else_can
+    ConventioneerAdmin._pending_send_failed = functools.wraps(
+        ConventioneerAdmin._pending_send_failed)(_answer_when_nobody_else_can)
     _patched = True
 
 

@@ -15,13 +15,16 @@ the rest on later passes as before.
 
 from __future__ import annotations
 
+import functools
 import socket
+from collections.abc import Callable
 from typing import Any
 
 from thespian.system.transport import TCPTransport as tcp
 
+from brain.actors.thespian_fit import check_thespian
+
 PEEK_BYTES = 64  # a length prefix is at most ~12 bytes
-_original_remaining = tcp.TCPIncoming_Common.remainingSize
 _patched = False
 _skip_gevent = False
 
@@ -38,20 +41,27 @@ def message_length(head: bytes) -> int | None:
         return None
 
 
-def _remaining_size(self: Any) -> int:
-    buffer = self._rData
-    sock = self.socket
-    if _skip_gevent and type(sock).__module__.startswith("gevent"):
-        return _original_remaining(self)
-    if buffer._size is None and not buffer._buf and sock is not None:
-        try:
-            head = sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except OSError:
-            head = b""
-        length = message_length(head)
-        if length is not None:
-            return length
-    return _original_remaining(self)
+def _reading_whole(original: Callable[[Any], int]) -> Callable[[Any], int]:
+    """Thespian's `TCPIncoming_Common.remainingSize` (`original`), asking for the whole
+    message once its length prefix has arrived."""
+
+    @functools.wraps(original)
+    def remaining_size(self: Any) -> int:
+        buffer = self._rData
+        sock = self.socket
+        if _skip_gevent and type(sock).__module__.startswith("gevent"):
+            return original(self)
+        if buffer._size is None and not buffer._buf and sock is not None:
+            try:
+                head = sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except OSError:
+                head = b""
+            length = message_length(head)
+            if length is not None:
+                return length
+        return original(self)
+
+    return remaining_size
 
 
 def read_messages_whole(skip_gevent: bool = False) -> None:
@@ -61,10 +71,15 @@ def read_messages_whole(skip_gevent: bool = False) -> None:
     member of several hosts, web workers with the patch failed, now and then, to have an actor
     created on another member (tests/e2e/test_several_hosts.py: 2 runs of 3 with the peek on
     gevent's socket, 1 of 6 with it on the socket gevent wraps; 0 of 16 with gevent's sockets
-    left alone). The cause is not known; actors and admins there read messages whole."""
+    left alone). The cause is not known; actors and admins there read messages whole.
+
+    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
+    """
     global _patched, _skip_gevent
-    _skip_gevent = skip_gevent
     if _patched:
+        _skip_gevent = skip_gevent
         return
-    tcp.TCPIncoming_Common.remainingSize = _remaining_size
+    check_thespian(["thespian_receive"])
+    _skip_gevent = skip_gevent
+    tcp.TCPIncoming_Common.remainingSize = _reading_whole(tcp.TCPIncoming_Common.remainingSize)
     _patched = True

@@ -30,6 +30,7 @@ transmit per target at a time) while this one reconnects within the same call.
 from __future__ import annotations
 
 import errno
+import functools
 import logging
 import socket
 from typing import Any
@@ -37,6 +38,8 @@ from typing import Any
 from thespian.system.transport import SendStatus
 from thespian.system.transport import TCPTransport as tcp
 from thespian.system.utilis import thesplog
+
+from brain.actors.thespian_fit import check_thespian
 
 FRESH_RETRIES = 3
 _CLOSED_ERRNOS = (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN, errno.EBADF)
@@ -55,15 +58,20 @@ def closed_by_peer(sock: socket.socket) -> bool:
 
 
 def patch_idle_socket_reuse() -> None:
-    """Patch Thespian's TCPTransport as the module docstring says; safe to call twice."""
+    """Patch Thespian's TCPTransport as the module docstring says; safe to call twice.
+
+    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
+    """
     global _patched
     if _patched:
         return
+    check_thespian(["thespian_reuse"])
     transport = tcp.TCPTransport
     connect_or_take_idle = transport._next_XMIT_1
     retry_later = transport._next_XMIT_6
     finish = transport._finishIntent
 
+    @functools.wraps(connect_or_take_idle)
     def start_transmit(self: Any, intent: Any) -> bool:
         open_sockets = getattr(self, "_openSockets", None)
         reused = False
@@ -77,6 +85,7 @@ def patch_idle_socket_reuse() -> None:
         intent.brain_reused_socket = reused
         return connect_or_take_idle(self, intent)
 
+    @functools.wraps(retry_later)
     def retry(self: Any, intent: Any) -> bool:
         tries = getattr(intent, "brain_fresh_retries", 0)
         if not getattr(intent, "brain_reused_socket", False) or tries >= FRESH_RETRIES:
@@ -94,6 +103,7 @@ def patch_idle_socket_reuse() -> None:
         intent.stage = self._XMITStepSendConnect
         return self._nextTransmitStep(intent)
 
+    @functools.wraps(finish)
     def finish_intent(self: Any, intent: Any, status: Any = SendStatus.Sent) -> bool:
         # EPIPE on a reused connection is the peer's idle close, not a dead target.
         if status == SendStatus.DeadTarget and getattr(intent, "brain_reused_socket", False) \

@@ -28,6 +28,8 @@ from typing import Any
 
 from thespian.system.transport import TCPTransport as tcp
 
+from brain.actors.thespian_fit import check_thespian
+
 _IN, _OUT = select.POLLIN, select.POLLOUT
 _READY_READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
 _READY_WRITE = select.POLLOUT | select.POLLHUP | select.POLLERR
@@ -75,10 +77,14 @@ _applied = False
 
 
 def use_one_shot_poll() -> None:
-    """Make Thespian's TCP transport in this process (and its forks) select with poll."""
+    """Make Thespian's TCP transport in this process (and its forks) select with poll.
+
+    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
+    """
     global _applied
     if _applied:
         return
+    check_thespian(["thespian_select"])
     shim = types.ModuleType("selectors")
     shim.__dict__.update(selectors.__dict__)
     shim.DefaultSelector = OneShotPoll  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ import pickle
 import socket
 
 from brain.actors.thespian_receive import PEEK_BYTES, message_length, read_messages_whole
+from tests.support.thespian_scenarios import run_scenario
 
 
 def framed(obj: object) -> bytes:
@@ -61,3 +62,13 @@ def test_a_member_of_several_hosts_leaves_gevent_sockets_to_thespian() -> None:
         read_messages_whole(skip_gevent=False)  # this process's setting, as the suite has it
         left.close()
         wrapped.close()
+
+
+def test_unpatched_thespian_reads_a_message_in_two_passes_of_its_loop() -> None:
+    """The symptom (docs/thespian-patches.md): the first read asks for 20 bytes, the length
+    prefix and a sliver of the pickle; the rest waits for the next pass."""
+    assert run_scenario("receive", patched=False) == {"arrived": True, "reads": 2}
+
+
+def test_with_the_patch_a_message_is_read_in_one_pass() -> None:
+    assert run_scenario("receive", patched=True) == {"arrived": True, "reads": 1}

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from brain.actors.thespian_select import OneShotPoll
+from tests.support.thespian_scenarios import run_scenario
 
 
 def test_readable_and_writable_are_reported_as_asked() -> None:
@@ -64,3 +65,16 @@ def test_a_descriptor_that_is_not_open_raises_ebadf() -> None:
     with pytest.raises(OSError) as raised:
         sel.select(0.01)
     assert raised.value.errno == errno.EBADF
+
+
+def test_unpatched_thespian_makes_an_epoll_set_per_pass_of_its_loop() -> None:
+    """The symptom (docs/thespian-patches.md): twenty messages, a new epoll set (epoll_create1,
+    an epoll_ctl per socket, close) at every pass of each transport's loop."""
+    seen = run_scenario("select", patched=False)
+    assert seen["arrived"] == 20
+    assert seen["epoll_sets"] >= 20
+
+
+def test_with_the_patch_the_loop_makes_no_epoll_set() -> None:
+    seen = run_scenario("select", patched=True)
+    assert seen == {"arrived": 20, "epoll_sets": 0}

@@ -18,6 +18,7 @@ from pathlib import Path
 from thespian.system.transport import TCPTransport
 
 from brain.actors.thespian_reuse import closed_by_peer
+from tests.support.thespian_scenarios import run_scenario
 
 REPO = Path(__file__).resolve().parents[2]
 PAIRS, ROUNDS, BURST = 4, 20, 4
@@ -55,3 +56,22 @@ def test_a_connection_closed_by_the_peer_is_seen_before_reuse() -> None:
         assert closed_by_peer(ours)
     finally:
         ours.close()
+
+
+def test_unpatched_thespian_drops_a_message_written_into_a_closed_idle_connection() -> None:
+    """The symptom (docs/thespian-patches.md): Thespian as it ships takes the idle connection
+    the peer has closed, meets EPIPE and drops the message as sent to a dead target."""
+    seen = run_scenario("reuse", patched=False)
+    assert seen["first"]["arrived"]
+    assert (seen["second"]["status"], seen["second"]["arrived"]) == ("-SENDSTS_DEADTARGET", False)
+
+
+def test_the_patch_sends_it_on_a_fresh_connection() -> None:
+    seen = run_scenario("reuse", patched=True)
+    assert (seen["second"]["status"], seen["second"]["arrived"]) == ("+SENDSTS_SENT", True)
+
+
+def test_a_close_the_peek_misses_is_sent_again_on_a_fresh_connection() -> None:
+    """The close lands after the peek: the failed transmit is resent at once, not dropped."""
+    seen = run_scenario("reuse-late-close", patched=True)
+    assert (seen["second"]["status"], seen["second"]["arrived"]) == ("+SENDSTS_SENT", True)

@@ -1,0 +1,267 @@
+"""The symptoms Brain's four Thespian patches fix, each reproduced in a process of its own.
+
+`python -m tests.support.thespian_scenarios NAME [--unpatched]` runs one scenario against the
+installed Thespian, with Brain's patch for it applied (through the function Brain applies it
+with) or, with --unpatched, against Thespian as it ships, and prints what it saw as one JSON
+line. A patch changes a whole process, so each run is a fresh interpreter; the tests in
+tests/actors/ run each scenario both ways and expect the symptom only without the patch.
+docs/thespian-patches.md cites these as the reproductions of its reports.
+
+The transport scenarios use Thespian's own TCPTransport, two of them in this process as external
+endpoints (what an ActorSystem() client holds), talking over loopback: no admin, no actor.
+The convention scenarios drive Thespian's real admin code on an admin object made without its
+constructor, whose I/O is replaced by recorders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import selectors
+import subprocess
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import Actor, NoCompatibleSystemForActor
+from thespian.system.transport import (
+    ExternalInterfaceTransportInit,
+    ReceiveEnvelope,
+    TransmitIntent,
+    TransmitOnly,
+)
+from thespian.system.transport import TCPTransport as tcp
+
+BIG_BYTES = 2_000_000
+"""A message larger than what the kernel buffers for a socket: its sending takes several
+`send` calls, so one meets what the peer's close did to the connection."""
+
+
+# --- two transports ----------------------------------------------------------------------------
+
+def endpoint() -> tcp.TCPTransport:
+    """A TCPTransport as an ActorSystem() client holds it, listening on a loopback port."""
+    return tcp.TCPTransport(ExternalInterfaceTransportInit(), {"Admin Port": 1}, None, None)
+
+
+def transmit(sender: tcp.TCPTransport, receiver: tcp.TCPTransport, message: Any,
+             timeout: float = 3.0) -> dict[str, Any]:
+    """Send `message` while `receiver` listens in a thread: how the send ended, what arrived."""
+    received: list[Any] = []
+
+    def listen() -> None:
+        envelope = receiver.run(None, timedelta(seconds=timeout))
+        received.append(envelope.message if isinstance(envelope, ReceiveEnvelope) else None)
+
+    listener = threading.Thread(target=listen)
+    listener.start()
+    status: list[Any] = []
+    intent = TransmitIntent(receiver.myAddress, message,
+                            onSuccess=lambda result, _: status.append(result),
+                            onError=lambda result, _: status.append(result))
+    began = time.monotonic()
+    sender.scheduleTransmit(None, intent)
+    while not status and time.monotonic() - began < timeout:
+        sender.run(TransmitOnly, timedelta(seconds=0.05))
+    listener.join()
+    return {"status": str(status[0]) if status else None,
+            "seconds": round(time.monotonic() - began, 3),
+            "arrived": received[0] is not None}
+
+
+def drop_idle_connection(holder: tcp.TCPTransport, peer: tcp.TCPTransport) -> None:
+    """`holder` closes the idle connection it keeps for `peer`, as Thespian does when both sides
+    opened one at once and each keeps its own (the other's is shut down)."""
+    idle = holder._openSockets.pop(tcp.opsKey(peer.myAddress))
+    tcp._safeSocketShutdown(idle)
+
+
+# --- the scenarios -----------------------------------------------------------------------------
+
+def reuse(patched: bool, late_close: bool = False) -> dict[str, Any]:
+    """A 2 MB message written into an idle connection the peer has closed.
+
+    Thespian takes the idle connection, meets EPIPE on a later `send` and declares the target
+    dead: the message is dropped. `late_close`: the close is not seen before the write (the
+    patch's peek is made to miss it), as when it lands between the two.
+    """
+    if patched:
+        from brain.actors import thespian_reuse
+
+        thespian_reuse.patch_idle_socket_reuse()
+        if late_close:
+            thespian_reuse.closed_by_peer = lambda sock: False
+    a, b = endpoint(), endpoint()
+    first = transmit(a, b, "hello")
+    drop_idle_connection(b, a)
+    second = transmit(a, b, ("big", bytes(BIG_BYTES)), timeout=1.5)
+    return {"first": first, "second": second}
+
+
+def select(patched: bool) -> dict[str, Any]:
+    """Ten messages each way: how many epoll sets Thespian's loop made for them."""
+    if patched:
+        from brain.actors.thespian_select import use_one_shot_poll
+
+        use_one_shot_poll()
+    made = _count_calls(selectors.EpollSelector, "__init__")
+    a, b = endpoint(), endpoint()
+    arrived = [transmit(*pair, f"message {n}")["arrived"]
+               for n in range(10) for pair in ((a, b), (b, a))]
+    return {"arrived": sum(arrived), "epoll_sets": made()}
+
+
+def receive(patched: bool) -> dict[str, Any]:
+    """One 4 kB message: how many reads the receiving transport's loop made for it."""
+    if patched:
+        from brain.actors.thespian_receive import read_messages_whole
+
+        read_messages_whole()
+    a, b = endpoint(), endpoint()
+    reads = _count_calls(tcp.TCPTransport, "_handleReadableIncoming")
+    sent = transmit(a, b, ("message", bytes(4000)))
+    return {"arrived": sent["arrived"], "reads": reads()}
+
+
+class Elsewhere(Actor):
+    """An actor that this member cannot create: its admin forwards the create."""
+
+    @staticmethod
+    def actorSystemCapabilityCheck(capabilities: dict, requirements: Any) -> bool:
+        return capabilities.get("member") == "other"
+
+
+class ForwardingState:
+    """The admin's convention state: records forwards; another member takes them, or none."""
+
+    def __init__(self, another_member: bool) -> None:
+        self.another_member = another_member
+        self.forwarded: list[Any] = []
+
+    def forward_pending_to_remote_system(self, child_class: type, envelope: Any,
+                                         source_hash: Any, accepts: Callable) -> list:
+        if not self.another_member:
+            raise NoCompatibleSystemForActor(child_class, "no other member")
+        self.forwarded.append(envelope)
+        return [TransmitIntent(envelope.sender, envelope.message)]
+
+
+def convention_admin(another_member: bool) -> Any:
+    """A ConventioneerAdmin of Thespian's, made without its constructor (no socket, no convention),
+    that creates nothing here and records what it forwards and answers."""
+    from thespian.system.admin.convention import ConventioneerAdmin
+
+    class Counter:
+        def inc(self, what: str) -> None:
+            pass
+
+    class Addresses:
+        instances = iter(range(1, 1000))
+
+        def createLocalAddress(self) -> Any:
+            class Address:
+                class addressDetails:  # noqa: N801 (Thespian's name)
+                    addressInstanceNum = next(Addresses.instances)
+            return Address()
+
+    def cannot_start(*args: Any, **kwargs: Any) -> None:
+        raise NoCompatibleSystemForActor(Elsewhere, "not on this member")
+
+    admin = ConventioneerAdmin.__new__(ConventioneerAdmin)
+    admin._pendingChildren, admin._globalNames, admin._sources = {}, {}, {}
+    admin._sCBStats, admin._addrManager = Counter(), Addresses()
+    admin.transport = types.SimpleNamespace(myAddress="this admin")
+    admin._cstate = ForwardingState(another_member)
+    admin._startChildActor = cannot_start
+    admin._performIO = lambda iolist: True
+    admin.answered = []
+    admin._send_intent = lambda intent: admin.answered.append(intent.message)
+    return admin
+
+
+def create_request(global_name: str) -> ReceiveEnvelope:
+    from thespian.system.messages.admin import PendingActor
+
+    return ReceiveEnvelope("a web worker", PendingActor(
+        f"{__name__}.Elsewhere", None, 1, None, global_name))
+
+
+def convention_forward(patched: bool) -> dict[str, Any]:
+    """Two creates of one global name that this member forwards: is the second forwarded too?
+
+    Thespian files the first under a pending child that nothing removes; the second, finding a
+    pending create of the same name, waits behind it for ever.
+    """
+    if patched:
+        from brain.actors.thespian_convention import patch_forwarded_creates
+
+        patch_forwarded_creates()
+    admin = convention_admin(another_member=True)
+    for _ in range(2):
+        admin.h_PendingActor(create_request("brain.registry.other"))
+    return {"forwarded": len(admin._cstate.forwarded), "pending": len(admin._pendingChildren)}
+
+
+def convention_nobody_else(patched: bool) -> dict[str, Any]:
+    """A forwarded create whose delivery failed, with no other member left to try."""
+    if patched:
+        from brain.actors.thespian_convention import patch_forwarded_creates
+
+        patch_forwarded_creates()
+    admin = convention_admin(another_member=False)
+    failed = TransmitIntent("the member that died", None)
+    failed.orig_create_envelope = create_request("brain.registry.gone")
+    try:
+        admin._pending_send_failed(None, failed)
+    except NoCompatibleSystemForActor as exc:
+        return {"raised": type(exc).__name__, "answered": []}
+    return {"raised": None, "answered": [hex(m.errorCode) for m in admin.answered]}
+
+
+def _count_calls(owner: type, name: str) -> Callable[[], int]:
+    """Count calls of `owner.name` from now on; the returned function reads the count."""
+    original = getattr(owner, name)
+    calls = [0]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    setattr(owner, name, counted)
+    return lambda: calls[0]
+
+
+SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
+    "reuse": reuse,
+    "reuse-late-close": lambda patched: reuse(patched, late_close=True),
+    "select": select,
+    "receive": receive,
+    "convention-forward": convention_forward,
+    "convention-nobody-else": convention_nobody_else,
+}
+
+
+def run_scenario(name: str, *, patched: bool) -> dict[str, Any]:
+    """What scenario `name` saw in a fresh interpreter, with or without Brain's patch."""
+    command = [sys.executable, "-m", __name__, name, *([] if patched else ["--unpatched"])]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    parser.add_argument("--unpatched", action="store_true", help="Thespian as it ships")
+    args = parser.parse_args()
+    print(json.dumps(SCENARIOS[args.scenario](not args.unpatched)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

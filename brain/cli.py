@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 
+from brain.agentloop.command import add_parser as add_agentloop_parser
 from brain.chat.command import add_parser as add_chat_parser
 from brain.tracing.command import add_parser as add_trace_parser
 
@@ -71,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     web.add_argument("--gunicorn-config", metavar="PATH", help="as for `brain serve`")
     add_chat_parser(sub)
     add_trace_parser(sub)
+    add_agentloop_parser(sub)
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
     settings.add_argument("--markdown", action="store_true",
@@ -101,6 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         from brain.chat.command import run as run_chat
 
         return run_chat(args)
+    if args.command == "agentloop":
+        from brain.agentloop.command import run as run_agentloop
+
+        return run_agentloop(args)
     if args.command == "trace":
         from brain.tracing.command import run as run_trace
 

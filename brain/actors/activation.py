@@ -17,6 +17,7 @@ import logging
 import queue
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from brain.actors.bridge import ThreadBridge
@@ -63,6 +64,11 @@ class ActivationDone:
 _runtime = None
 
 
+def wasm_cache_dir(settings: Settings) -> Path:
+    """Where compiled Agentloops are kept serialized: a directory only Brain writes to."""
+    return settings.data_path / "run" / "wasm-cache"
+
+
 def agentloop_runtime(settings: Settings) -> Any:
     """One AgentloopRuntime per actor process, created after the fork (stack hazard 4)."""
     global _runtime
@@ -71,7 +77,7 @@ def agentloop_runtime(settings: Settings) -> Any:
 
         # Compiled modules are cached as serialized bytes in a directory only Brain writes, so
         # a freshly forked session actor loads the Agentloop instead of compiling it again.
-        cache_dir = settings.data_path / "run" / "wasm-cache"
+        cache_dir = wasm_cache_dir(settings)
         cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         _runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20,
                                     cache_dir=cache_dir)

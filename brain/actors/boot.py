@@ -94,6 +94,24 @@ def preload_for_actors() -> None:
     import brain.tools  # noqa: F401
 
 
+def precompile_agentloops(settings: Settings) -> None:
+    """Compile the configured Agentloop components now, in a child process, so no turn waits
+    seconds for a compile and no actor compiles one (brain/agentloop/precompile.py)."""
+    from brain.actors.activation import wasm_cache_dir
+    from brain.actors.registry import configured_modules
+    from brain.agentloop.precompile import precompile_in_child
+
+    cache_dir = wasm_cache_dir(settings)
+    cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        said = precompile_in_child(list(configured_modules(settings)), cache_dir)
+    except Exception:
+        log.exception("compiling the Agentloop components failed; each compiles at first use")
+        return
+    for line in said.splitlines():
+        (log.warning if line.startswith("refused") else log.info)("agentloop: %s", line)
+
+
 def create_singletons(asys: object) -> dict[str, object]:
     """Create every shared actor here, owned by the actor system itself.
 
@@ -284,6 +302,7 @@ def main() -> int:
         return refuse(f"actor port {port} (BRAIN_ACTOR_PORT) is already in use")
     os.environ["BRAIN_ACTOR_PORT"] = str(port)  # what every actor's Settings then reads
     preload_for_actors()
+    precompile_agentloops(settings)
     if settings.member is not None:
         patch_forwarded_creates()
     from thespian.actors import ActorSystem

@@ -34,8 +34,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import wasmtime
+from wasmtime import component as wc
 
-from brain.agentloop.guestcall import brain_call
+from brain.agentloop.components import HOST_INTERFACE
+from brain.agentloop.guestcall import brain_call, host_call
 from brain.agentloop.modules import ModuleCache
 
 TICK_SECS = 0.01
@@ -49,14 +51,20 @@ NO_DEADLINE_TICKS = 1 << 40
 MAX_ADVANCE_TICKS = int(3600 / TICK_SECS)
 
 
+def engine_config(parallel_compilation: bool = False) -> wasmtime.Config:
+    """The configuration every Engine of Brain's has: compiled code is only shared (serialized)
+    between Engines that agree on what changes code generation (epoch interruption)."""
+    config = wasmtime.Config()
+    config.parallel_compilation = parallel_compilation
+    config.epoch_interruption = True
+    return config
+
+
 class ProcessEngine:
-    """The Engine of this process, its host-function Linker and its compiled-module cache."""
+    """The Engine of this process, its host-function Linkers and its compiled-module cache."""
 
     def __init__(self) -> None:
-        config = wasmtime.Config()
-        config.parallel_compilation = False  # stack hazard 4
-        config.epoch_interruption = True
-        self.engine = wasmtime.Engine(config)
+        self.engine = wasmtime.Engine(engine_config(parallel_compilation=False))  # hazard 4
         self.pid = os.getpid()
         # Built per Engine, never shared (stack hazard 5).
         call_type = wasmtime.FuncType(
@@ -64,6 +72,9 @@ class ProcessEngine:
         )
         self.linker = wasmtime.Linker(self.engine)
         self.linker.define_func("brain", "call", call_type, brain_call, access_caller=True)
+        self.component_linker = wc.Linker(self.engine)
+        with self.component_linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
+            host.add_func("call", host_call)
         self.modules = ModuleCache(self.engine, self.linker)
         self._epoch = 0  # the Engine's epoch, counted here: wasmtime-py cannot read it
         self._clock_at = time.monotonic()  # the epoch has made up the clock's ticks until here

@@ -141,6 +141,19 @@ class Activation:
             check_range(ptr, length, view.size(), "brain.call: request")
         except AgentloopError as exc:
             raise self.stop(exc) from None
+        op, data = self._served(length, lambda: view.read(ptr, length, "brain.call: request"))
+        return abi.pack(self.write_buffer(view, caller, data, f"the result of {op}"), len(data))
+
+    def serve_text(self, request: str) -> str:
+        """One `host.call` of a component guest: the same service, as text."""
+        self.calls += 1
+        self.check_deadline(f"before guest call #{self.calls}")
+        raw = request.encode("utf-8", "surrogatepass")
+        _, data = self._served(len(raw), lambda: raw)
+        return data.decode("utf-8")
+
+    def _served(self, length: int, read: Callable[[], bytes]) -> tuple[str, bytes]:
+        """The op and the encoded result of a request of `length` bytes that `read` gives."""
         if length > self.max_payload_bytes:
             op = "?"
             result = abi.error_result(
@@ -148,11 +161,11 @@ class Activation:
                 f"the request is {length} bytes, over the {self.max_payload_bytes}-byte limit",
             )
         else:
-            op, result = self._answer(view.read(ptr, length, "brain.call: request"))
+            op, result = self._answer(read())
         self.check_deadline(f"during guest call #{self.calls} ({op})")
         data = self._encode_result(op, result)
         self.rearm()  # epochs counted the time spent in the host too
-        return abi.pack(self.write_buffer(view, caller, data, f"the result of {op}"), len(data))
+        return op, data
 
     def _answer(self, raw: bytes) -> tuple[str, dict[str, Any]]:
         try:
@@ -208,6 +221,20 @@ def brain_call(caller: wasmtime.Caller, ptr: int, length: int) -> wasmtime.Val:
     try:
         # A ready Val skips wasmtime-py's type probing of a bare int (~20 us per call).
         return wasmtime.Val.i64(activation.serve(caller, ptr, length))
+    except StopActivation:
+        raise
+    except BaseException as exc:  # a host bug: end this activation, keep the process
+        activation.stop(exc)
+        raise StopActivation() from None
+
+
+def host_call(store: object, request: str) -> str:
+    """The component world's `host.call`, shared by every component instance of one Engine."""
+    activation = current.get()
+    if activation is None:
+        raise StopActivation()
+    try:
+        return activation.serve_text(request)
     except StopActivation:
         raise
     except BaseException as exc:  # a host bug: end this activation, keep the process

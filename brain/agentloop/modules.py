@@ -1,5 +1,8 @@
 """Agentloop modules: identify them by content, compile each once, check the ABI up front.
 
+A file may be a core module (the C ABI, checked here) or a component (the WIT world,
+brain/agentloop/components.py); its first bytes tell which (brain/agentloop/kinds.py).
+
 A module is known by the sha256 of its bytes, so a file replaced in place is noticed on the
 next activation and an unchanged file is never recompiled. Compiled modules live in memory per
 Engine; with a cache directory they are also stored serialized, so a new process deserializes
@@ -18,8 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import wasmtime
+from wasmtime import component as wc
 
+from brain.agentloop.components import (
+    CompiledComponent,
+    artifact_name,
+    check_world,
+    compile_component,
+    load_artifact,
+)
 from brain.agentloop.errors import loop_error
+from brain.agentloop.kinds import COMPONENT, describe_header, guest_kind
 
 # What the ABI requires of a module (docs/agentloop.md), as (params, results).
 REQUIRED_FUNCS = {
@@ -42,6 +54,12 @@ class CompiledModule:
     module: wasmtime.Module
     pre: wasmtime.InstancePre
 
+    def artifact(self) -> tuple[str, wasmtime.Module | wc.Component]:
+        return _cache_name(self.sha256), self.module
+
+
+Compiled = CompiledModule | CompiledComponent
+
 
 class ModuleCache:
     """Compiled, ABI-checked, pre-linked modules of one Engine, by content hash."""
@@ -50,13 +68,13 @@ class ModuleCache:
         self._engine = engine
         self._linker = linker
         self._lock = threading.Lock()
-        self._by_sha: dict[str, CompiledModule] = {}
+        self._by_sha: dict[str, Compiled] = {}
         # (path, stat identity) -> sha256: skips rehashing a file nobody has touched. Any write
         # changes ctime, so a changed file is always rehashed.
         self._hashes: dict[tuple[str, tuple[int, ...]], str] = {}
         self._stored: set[tuple[str, str]] = set()  # (sha256, cache_dir) known to be on disk
 
-    def get(self, path: str | os.PathLike[str], cache_dir: str | None = None) -> CompiledModule:
+    def get(self, path: str | os.PathLike[str], cache_dir: str | None = None) -> Compiled:
         key, sha, data = self._identify(path)
         with self._lock:
             compiled = self._by_sha.get(sha)
@@ -69,8 +87,9 @@ class ModuleCache:
             self._hashes[key] = sha
             if cache_dir is not None and (sha, cache_dir) not in self._stored:
                 # Compiled before this cache directory was asked for (or by another runtime).
-                if not _cache_path(cache_dir, sha).is_file():
-                    _store_serialized(compiled.module, cache_dir, sha)
+                name, artifact = compiled.artifact()
+                if not (Path(cache_dir) / name).is_file():
+                    store_serialized(artifact, cache_dir, name)
                 self._stored.add((sha, cache_dir))
         return compiled
 
@@ -91,7 +110,12 @@ class ModuleCache:
 
     def _compile(
         self, path: str | os.PathLike[str], data: bytes, sha: str, cache_dir: str | None
-    ) -> CompiledModule:
+    ) -> Compiled:
+        kind = guest_kind(data)
+        if kind == COMPONENT:
+            return self._compile_component(os.fspath(path), data, sha, cache_dir)
+        if kind is None:
+            raise loop_error(f"{os.fspath(path)} is not an Agentloop: {describe_header(data)}")
         module = _load_serialized(self._engine, cache_dir, sha)
         if module is None:
             try:
@@ -100,13 +124,27 @@ class ModuleCache:
                 raise loop_error(
                     f"{os.fspath(path)} is not a valid core Wasm module: {_first_line(exc)}"
                 ) from None
-            _store_serialized(module, cache_dir, sha)
+            store_serialized(module, cache_dir, _cache_name(sha))
         check_abi(module, os.fspath(path))
         try:
             pre = self._linker.instantiate_pre(module)
         except wasmtime.WasmtimeError as exc:
             raise loop_error(f"{os.fspath(path)} cannot be linked: {_first_line(exc)}") from None
         return CompiledModule(sha, module, pre)
+
+    def _compile_component(
+        self, name: str, data: bytes, sha: str, cache_dir: str | None
+    ) -> CompiledComponent:
+        """Load the serialized component `brain serve` compiled ahead, or compile it here
+        (seconds: only a component configured after start, or used without a data dir)."""
+        component = None
+        if cache_dir is not None:
+            component = load_artifact(self._engine, Path(cache_dir) / artifact_name(sha))
+        if component is None:
+            component = compile_component(self._engine, data, name)
+            store_serialized(component, cache_dir, artifact_name(sha))
+        check_world(self._engine, component, name)
+        return CompiledComponent(sha, component)
 
 
 def check_abi(module: wasmtime.Module, name: str) -> None:
@@ -157,9 +195,9 @@ def _read(path: str | os.PathLike[str]) -> bytes:
         raise loop_error(f"cannot read Agentloop module {os.fspath(path)}: {exc}") from None
 
 
-def _cache_path(cache_dir: str, sha: str) -> Path:
+def _cache_name(sha: str) -> str:
     # wasmtime refuses bytes from another version or configuration; that is a cache miss.
-    return Path(cache_dir) / f"{sha}-wasmtime.cwasm"
+    return f"{sha}-wasmtime.cwasm"
 
 
 def _load_serialized(
@@ -167,7 +205,7 @@ def _load_serialized(
 ) -> wasmtime.Module | None:
     if cache_dir is None:
         return None
-    path = _cache_path(cache_dir, sha)
+    path = Path(cache_dir) / _cache_name(sha)
     if not path.is_file():
         return None
     try:
@@ -176,7 +214,9 @@ def _load_serialized(
         return None  # another wasmtime or config: compile and overwrite
 
 
-def _store_serialized(module: wasmtime.Module, cache_dir: str | None, sha: str) -> None:
+def store_serialized(
+    module: wasmtime.Module | wc.Component, cache_dir: str | None, name: str
+) -> None:
     """Best effort: a cache that cannot be written only costs a compile next time."""
     if cache_dir is None:
         return
@@ -186,7 +226,7 @@ def _store_serialized(module: wasmtime.Module, cache_dir: str | None, sha: str) 
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(module.serialize())
-            os.replace(tmp, _cache_path(cache_dir, sha))
+            os.replace(tmp, Path(cache_dir) / name)
         except BaseException:
             os.unlink(tmp)
             raise

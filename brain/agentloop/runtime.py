@@ -17,6 +17,7 @@ from typing import Any
 import wasmtime
 
 from brain.agentloop import abi
+from brain.agentloop.components import CompiledComponent
 from brain.agentloop.direct_call import call_ints
 from brain.agentloop.engine import current_engine
 from brain.agentloop.errors import AgentloopError, cancelled_error, loop_error, timeout_error
@@ -123,10 +124,47 @@ class AgentloopRuntime:
                 stopper.attach(activation)
             token = current.set(activation)
             try:
-                ptr, length = self._run(compiled, activation, data)
+                if isinstance(compiled, CompiledComponent):
+                    text = self._run_component(compiled, activation, process.component_linker,
+                                               data)
+                else:
+                    ptr, length = self._run(compiled, activation, data)
             finally:
                 current.reset(token)
+        if isinstance(compiled, CompiledComponent):
+            return self._text_result(text)
         return self._result(activation, ptr, length)
+
+    def _run_component(
+        self, compiled: CompiledComponent, activation: Activation, linker: Any, data: bytes
+    ) -> str:
+        """`activate(payload)` of a fresh instance of a component guest."""
+        store = activation.store
+        try:
+            instance = linker.instantiate(store, compiled.component)
+            entry = instance.get_func(store, "activate")
+            text = entry(store, data.decode("utf-8"))
+            entry.post_return(store)
+        except BaseException as exc:
+            raise self._failure(activation, exc) from None
+        if not isinstance(text, str):
+            raise loop_error(f"activate returned {type(text).__name__}, not a string")
+        return text
+
+    def _text_result(self, text: str) -> dict[str, Any]:
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) > self.max_payload_bytes:
+            raise loop_error(
+                f"activate returned {len(data)} bytes, over the "
+                f"{self.max_payload_bytes}-byte payload limit"
+            )
+        try:
+            result = abi.decode(data)
+        except ValueError as exc:
+            raise loop_error(
+                f"activate returned output that is not JSON ({exc}): {abi.preview(data)}"
+            ) from None
+        return check_result(result)
 
     def _run(
         self, compiled: CompiledModule, activation: Activation, data: bytes
@@ -155,6 +193,11 @@ class AgentloopRuntime:
                 return activation.interrupted("while it was running")
             return loop_error(f"the Agentloop trapped: {exc.message}{self._hint(activation)}")
         if isinstance(exc, wasmtime.WasmtimeError):
+            trap = component_trap(str(exc))
+            if trap == "interrupt":
+                return activation.interrupted("while it was running")
+            if trap is not None:
+                return loop_error(f"the Agentloop trapped: {trap}{wasi_hint(str(exc))}")
             return loop_error(f"the Agentloop could not run: {exc}{self._hint(activation)}")
         if isinstance(exc, StopActivation):  # another thread's callback exception, see guestcall
             return loop_error("the Agentloop was stopped by a guest call")
@@ -186,6 +229,25 @@ class AgentloopRuntime:
                 f"brain_activate returned output that is not UTF-8 JSON ({exc}): {abi.preview(raw)}"
             ) from None
         return check_result(result)
+
+
+def component_trap(text: str) -> str | None:
+    """The trap a component call ended in (`interrupt`, "wasm `unreachable` instruction
+    executed", ...), from the error wasmtime-py raises for it; None when it was no trap. Only
+    that line reaches the loop's author: the rest is a backtrace of the interpreter."""
+    marker = "wasm trap: "
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    return text[at + len(marker):].strip().splitlines()[0]
+
+
+def wasi_hint(text: str) -> str:
+    """Why a Python guest most likely trapped: it reached for WASI, which is stubbed out."""
+    if "called trapping stub" in text or "wasilibc" in text or "wasi:" in text:
+        return (" (the guest reached for something Agentloops do not have: files, a clock, "
+                "entropy or stdio; see docs/agentloop.md, \"What a Python guest has\")")
+    return ""
 
 
 def check_result(result: Any) -> dict[str, Any]:

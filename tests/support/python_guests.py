@@ -1,0 +1,72 @@
+"""Python Agentloops, built for the tests by `brain agentloop build` and kept between runs.
+
+The Python loops are not committed as components (each carries an interpreter, ~18 MB);
+the suite builds them with componentize-py (a dev dependency, no compiler needed) into
+build/python-agentloops/, named by a hash of everything the build reads, and compiles each
+once into a serialized artifact beside it. A test server gets that artifact in its data dir,
+as `brain serve` would have made it, so no test waits for a compile it is not about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+from brain.agentloop.build import GUEST_LIBRARY, build, componentize
+from brain.agentloop.components import WIT_PATH, artifact_name
+from brain.agentloop.precompile import precompile
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON_LOOPS = ROOT / "agentloops" / "python"
+TEST_LOOPS = ROOT / "tests" / "agentloop" / "python_loops"
+BUILD_DIR = ROOT / "build" / "python-agentloops"
+
+
+def _build_key(source: Path) -> str:
+    digest = hashlib.sha256(metadata.version("componentize-py").encode())
+    for path in [source, WIT_PATH, *sorted(GUEST_LIBRARY.rglob("*.py"))]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def python_guest(name: str) -> Path:
+    """The component built from agentloops/python/{name}.py (or a test loop of that name)."""
+    source = PYTHON_LOOPS / f"{name}.py"
+    if not source.is_file():
+        source = TEST_LOOPS / f"{name}.py"
+    target = BUILD_DIR / f"{name}-{_build_key(source)}.wasm"
+    if not target.is_file():
+        build(source, target)
+        precompile([str(target)], BUILD_DIR)
+    return target
+
+
+def seed_compiled(data_dir: Path, component: Path) -> None:
+    """Put the compiled artifact of `component` where a server on `data_dir` looks first."""
+    sha = hashlib.sha256(component.read_bytes()).hexdigest()
+    artifact = BUILD_DIR / artifact_name(sha)
+    if not artifact.is_file():
+        precompile([str(component)], BUILD_DIR)
+    cache = data_dir / "run" / "wasm-cache"
+    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
+    target = cache / artifact.name
+    if not target.exists():
+        try:
+            os.link(artifact, target)
+        except OSError:
+            shutil.copy(artifact, target)
+
+
+def other_world_component(world: str) -> Path:
+    """A component built without brain_guest against tests/.../worlds/{world}.wit."""
+    wit = TEST_LOOPS / "worlds" / f"{world}.wit"
+    app = TEST_LOOPS / "worlds" / "other_world_app.py"
+    digest = hashlib.sha256(wit.read_bytes() + app.read_bytes()
+                            + metadata.version("componentize-py").encode()).hexdigest()[:16]
+    target = BUILD_DIR / f"world-{world}-{digest}.wasm"
+    if not target.is_file():
+        componentize(wit, "agentloop", app.stem, [app.parent], target, wit.name)
+    return target

@@ -1,7 +1,7 @@
 """Anthropic Messages API: POST {base_url}/v1/messages with `x-api-key`.
 
 Only format mapping lives here (docs/models.md, "anthropic"); the transport and the outcome
-rules are shared with the other network family in remote.py and http.py.
+rules are shared with the other network family in remote.py, http.py and wire.py.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from brain.models.base import (
-    ModelCallError,
     OnDelta,
-    ProviderSpecError,
     Request,
     Result,
     blocks_of,
@@ -21,7 +19,8 @@ from brain.models.base import (
     text_of,
     tool_result_text,
 )
-from brain.models.remote import RemoteProvider, StreamState
+from brain.models.remote import RemoteProvider, StreamState, spec_value
+from brain.models.wire import accept, declared_tools, error_member_text, stream_error
 from brain.net.sse import SseEvent
 
 DEFAULT_VERSION = "2023-06-01"
@@ -42,9 +41,8 @@ class AnthropicProvider(RemoteProvider):
 
     def __init__(self, name: str, spec: dict[str, Any], environ: Mapping[str, str]) -> None:
         super().__init__(name, spec, environ)
-        self.version = spec.get("anthropic_version", DEFAULT_VERSION)
-        if not isinstance(self.version, str):
-            raise ProviderSpecError(f"models.{name}: anthropic_version must be a string")
+        self.version = spec_value(name, spec, "anthropic_version", DEFAULT_VERSION, str,
+                                  "must be a string")
         # `base_url` is the API root; tolerate a root that already ends in /v1.
         self.path = "/messages" if self.endpoint.path.endswith("/v1") else "/v1/messages"
 
@@ -63,19 +61,12 @@ class AnthropicProvider(RemoteProvider):
         if system_parts:
             body["system"] = "\n\n".join(p for p in system_parts if p)
         tools = [
-            {
-                "name": tool["name"],
-                "description": tool.get("description", ""),
-                "input_schema": tool.get("input_schema") or {"type": "object"},
-            }
-            for tool in request.get("tools") or []
+            {"name": name, "description": description, "input_schema": schema}
+            for name, description, schema in declared_tools(request)
         ]
         if tools:
             body["tools"] = tools
-        headers = {
-            "anthropic-version": self.version,
-            "Accept": "text/event-stream" if self.stream else "application/json",
-        }
+        headers = {"anthropic-version": self.version, **accept(self.stream)}
         if key:
             headers["x-api-key"] = key
         return self.path, headers, body
@@ -95,9 +86,8 @@ class AnthropicProvider(RemoteProvider):
 
     def error_detail(self, body: Any) -> str:
         error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict):
-            return str(error.get("message") or error.get("type") or "")
-        return str(error or "")
+        text = error_member_text(error)
+        return text if text is not None else str(error or "")
 
 
 class AnthropicStream(StreamState):
@@ -144,8 +134,7 @@ class AnthropicStream(StreamState):
             self.done = True
         elif kind == "error":
             error = data.get("error") or {}
-            detail = error.get("message") or error.get("type") or "error event"
-            raise ModelCallError("error", f"stream error: {detail}")
+            raise stream_error(error.get("message") or error.get("type") or "error event")
 
     def result(self) -> Result:
         content = [_from_wire_block(self.blocks[i]) for i in sorted(self.blocks)]

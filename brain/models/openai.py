@@ -1,7 +1,7 @@
 """OpenAI Chat Completions, as spoken by OpenAI, vLLM, llama.cpp, Ollama and LiteLLM.
 
 Only format mapping lives here (docs/models.md, "openai"); the transport and the outcome rules
-are shared with the other network family in remote.py and http.py.
+are shared with the other network family in remote.py, http.py and wire.py.
 """
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from brain.models.base import (
-    ModelCallError,
     OnDelta,
-    ProviderSpecError,
     Request,
     Result,
     blocks_of,
     result,
     tool_result_text,
 )
-from brain.models.remote import RemoteProvider, StreamState
+from brain.models.remote import RemoteProvider, StreamState, spec_value
+from brain.models.wire import accept, declared_tools, error_member_text, stream_error
 from brain.net.sse import SseEvent
 
 FINISH_REASONS = {
@@ -40,9 +39,8 @@ class OpenAIProvider(RemoteProvider):
 
     def __init__(self, name: str, spec: dict[str, Any], environ: Mapping[str, str]) -> None:
         super().__init__(name, spec, environ)
-        self.stream_usage = spec.get("stream_usage", True)
-        if not isinstance(self.stream_usage, bool):
-            raise ProviderSpecError(f"models.{name}: stream_usage must be true or false")
+        self.stream_usage = spec_value(name, spec, "stream_usage", True, bool,
+                                       "must be true or false")
 
     def build(self, request: Request, key: str | None) -> tuple[str, dict[str, str], dict]:
         options = self.options_for(request)
@@ -54,20 +52,16 @@ class OpenAIProvider(RemoteProvider):
         tools = [
             {
                 "type": "function",
-                "function": {
-                    "name": tool["name"],
-                    "description": tool.get("description", ""),
-                    "parameters": tool.get("input_schema") or {"type": "object"},
-                },
+                "function": {"name": name, "description": description, "parameters": schema},
             }
-            for tool in request.get("tools") or []
+            for name, description, schema in declared_tools(request)
         ]
         if tools:
             body["tools"] = tools
         body["stream"] = self.stream
         if self.stream and self.stream_usage:
             body["stream_options"] = {"include_usage": True}
-        headers = {"Accept": "text/event-stream" if self.stream else "application/json"}
+        headers = accept(self.stream)
         if key:
             headers["Authorization"] = f"Bearer {key}"
         return "/chat/completions", headers, body
@@ -85,11 +79,9 @@ class OpenAIProvider(RemoteProvider):
         return OpenAIStream()
 
     def error_detail(self, body: Any) -> str:
-        error = body.get("error") if isinstance(body, dict) else None
-        if isinstance(error, dict):
-            return str(error.get("message") or error.get("type") or "")
-        if isinstance(error, str):
-            return error
+        text = error_member_text(body.get("error") if isinstance(body, dict) else None)
+        if text is not None:
+            return text
         return str(body.get("message") or body.get("detail") or "")
 
 
@@ -109,8 +101,7 @@ class OpenAIStream(StreamState):
         chunk = json.loads(event.data)
         if chunk.get("error") and not chunk.get("choices"):
             error = chunk["error"]
-            detail = error.get("message") if isinstance(error, dict) else str(error)
-            raise ModelCallError("error", f"stream error: {detail}")
+            raise stream_error(error.get("message") if isinstance(error, dict) else error)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:

@@ -2,8 +2,9 @@
 
 A family (openai.py, anthropic.py) only maps formats: it builds the wire request from the
 contract's request, turns a JSON body or a stream of SSE events into the contract's result, and
-finds the message in an error body. Timeouts and outcomes live in http.py, the exchange itself
-in brain/net/http_exchange.py; they are the same for every family.
+finds the message in an error body, with the rules both formats share from wire.py. Timeouts and
+outcomes live in http.py, the exchange itself in brain/net/http_exchange.py; they are the same
+for every family.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ from brain.net.http_exchange import Exchange, ExchangeFailed
 from brain.net.sse import SseEvent
 
 log = logging.getLogger("brain.models")
+
+
+def spec_value(name: str, spec: dict[str, Any], key: str, default: Any,
+               kind: type | tuple[type, ...], must: str) -> Any:
+    """`spec[key]` (or `default` when absent), refused unless it is a `kind`; `must` ends the
+    refusal ("must be true or false")."""
+    value = spec.get(key, default)
+    if not isinstance(value, kind):
+        raise ProviderSpecError(f"models.{name}: {key} {must}")
+    return value
 
 
 class KeySource:
@@ -102,20 +113,14 @@ class RemoteProvider(Provider):
         if api_key_env is not None and (not isinstance(api_key_env, str) or not api_key_env):
             raise ProviderSpecError(f"models.{name}: api_key_env must be a variable name")
         self.key_source = KeySource(environ, api_key_env) if api_key_env else None
-        self.stream = spec.get("stream", True)
-        if not isinstance(self.stream, bool):
-            raise ProviderSpecError(f"models.{name}: stream must be true or false")
-        self.options = spec.get("options", {})
-        if not isinstance(self.options, dict):
-            raise ProviderSpecError(f"models.{name}: options must be a table")
+        self.stream = spec_value(name, spec, "stream", True, bool, "must be true or false")
+        self.options = spec_value(name, spec, "options", {}, dict, "must be a table")
         self.headers = spec.get("headers", {})
         if not isinstance(self.headers, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.headers.items()
         ):
             raise ProviderSpecError(f"models.{name}: headers must be a table of strings")
-        self.ca_file = spec.get("ca_file")
-        if self.ca_file is not None and not isinstance(self.ca_file, str):
-            raise ProviderSpecError(f"models.{name}: ca_file must be a path")
+        self.ca_file = spec_value(name, spec, "ca_file", None, (str, type(None)), "must be a path")
 
     # -- what a family provides ----------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from brain.client import Brain
-from tests.support.server import BrainServer
+from tests.support.noting import NOTING, note
+from tests.support.server import BrainServer, serving
 from tests.support.terminal import CTRL_C, Terminal
 from tests.support.waiting import wait_for
 
@@ -24,29 +25,15 @@ script = [{text = "done", delay_ms = 1500}]
 provider = "scripted"
 script = [{tool_calls = [{name = "echo", input = {word = "sun"}}]}, {text = "It is sunny."}]
 
-[models.noting]
-provider = "scripted"
-script = [{tool_calls = [{name = "note", input = {topic = "rain"}}]}, {text = "noted"}]
-
-[tools.note]
-route = "host"
-description = "Served by the test process; its answer carries an extension Event."
-
 [models.chunky]
 provider = "scripted"
 script = [{text = "abcdefgh", stream_chunks = 4, chunk_delay_ms = 400}]
-"""
+""" + NOTING
 
 
 @pytest.fixture
 def slow_server(tmp_path: Path) -> Iterator[BrainServer]:
-    config = tmp_path / "brain.toml"
-    config.write_text(SLOW_MODEL)
-    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
-    try:
-        yield server
-    finally:
-        server.kill()
+    yield from serving(tmp_path, SLOW_MODEL)
 
 
 def chat_env(server: BrainServer) -> dict[str, str]:
@@ -190,9 +177,6 @@ def test_tool_calls_and_their_outcomes_show_as_they_commit(slow_server):
 
 
 def test_extension_events_show_with_their_origin(slow_server):
-    def note(call):
-        return {"content": "noted", "events": [{"kind": "weather.noted", "data": call.input}]}
-
     with Brain(slow_server.url, slow_server.token) as brain:
         host = brain.serve_host(tools={"note": note})
         term = chat(slow_server, "--model", "noting", "--tools", "note")

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from brain.client import Brain
-from tests.support.server import BrainServer, configured
+from tests.support.server import BrainServer, serving
 
 MODELS = """
 [models.slow]
@@ -53,12 +53,7 @@ description = "Run a command on the host."
 
 @pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
-    brain_server = configured(tmp_path_factory.mktemp("client"), MODELS,
-                              {"BRAIN_MAX_TURN_SECS": "30"}).start()
-    try:
-        yield brain_server
-    finally:
-        brain_server.kill()
+    yield from serving(tmp_path_factory.mktemp("client"), MODELS, {"BRAIN_MAX_TURN_SECS": "30"})
 
 
 @pytest.fixture

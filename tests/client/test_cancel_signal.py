@@ -16,7 +16,7 @@ import pytest
 
 from brain.client import Brain, Cancelled, CancelSignal, Session, TurnResult
 from tests.client.conftest import MODELS
-from tests.support.server import BrainServer, configured
+from tests.support.server import BrainServer, serving
 from tests.support.waiting import wait_for
 
 
@@ -58,11 +58,7 @@ def test_signal_cancels_a_slow_send(brain: Brain, server: BrainServer) -> None:
 @pytest.fixture
 def pausing_server(tmp_path: Path) -> Iterator[BrainServer]:
     """Keyed requests pause 1 s between their claim and their work: admission comes late."""
-    server = configured(tmp_path, MODELS, {"BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS": "1"}).start()
-    try:
-        yield server
-    finally:
-        server.kill()
+    yield from serving(tmp_path, MODELS, {"BRAIN_TEST_PAUSE_AFTER_CLAIM_SECS": "1"})
 
 
 def test_a_signal_fired_before_admission_waits_for_turn_started(

@@ -22,7 +22,8 @@ from tests.console.browser import (
     script_errors,
 )
 from tests.e2e.test_http_refusals_and_damage import damage_first_record
-from tests.support.server import BrainServer
+from tests.support.noting import NOTING, note
+from tests.support.server import BrainServer, serving
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None,
                                 reason=missing_browser() or "a browser is here")
@@ -32,18 +33,10 @@ MODELS = """
 provider = "scripted"
 script = [{text = "done", delay_ms = 4000}]
 
-[models.noting]
-provider = "scripted"
-script = [{tool_calls = [{name = "note", input = {topic = "rain"}}]}, {text = "noted"}]
-
-[tools.note]
-route = "host"
-description = "Served by the test process; its answer carries an extension Event."
-
 [models.chunky]
 provider = "scripted"
 script = [{text = "one two three four five six", stream_chunks = 6, chunk_delay_ms = 400}]
-"""
+""" + NOTING
 
 
 SIDEWAYS = "return document.documentElement.scrollWidth - window.innerWidth"
@@ -51,13 +44,7 @@ SIDEWAYS = "return document.documentElement.scrollWidth - window.innerWidth"
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[BrainServer]:
-    config = tmp_path / "brain.toml"
-    config.write_text(MODELS)
-    server = BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config)}).start()
-    try:
-        yield server
-    finally:
-        server.kill()
+    yield from serving(tmp_path, MODELS)
 
 
 @pytest.fixture
@@ -244,9 +231,6 @@ def test_a_damaged_session_is_shown_as_damaged(server, driver, shots):
 
 
 def test_extension_events_show_their_origin(server, driver):
-    def note(call):
-        return {"content": "noted", "events": [{"kind": "weather.noted", "data": call.input}]}
-
     with Brain(server.url, server.token) as brain:
         host = brain.serve_host(tools={"note": note})
         sid = server.create_session(model="noting", tools=["note"])["id"]

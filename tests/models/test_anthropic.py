@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from brain.models import ModelCallError
-
 from .fakes import anthropic_frames, close_before_answer, json_answer, sse_answer
-from .helpers import KEY, anthropic_provider, cancel_after, run, user
+from .helpers import KEY, anthropic_provider, cancel_after, failure, lookups, run, user
 
 TOOLS = [{"name": "lookup", "description": "Look a word up.", "input_schema": {"type": "object"}}]
 
@@ -81,12 +79,6 @@ def stream_events(stop=True):
     return anthropic_frames(events)
 
 
-def failure(provider, request=None, cancel=None) -> ModelCallError:
-    with pytest.raises(ModelCallError) as info:
-        run(provider, request, cancel)
-    return info.value
-
-
 def test_non_streaming_request_shape_and_result(server):
     server.answer(
         json_answer(
@@ -156,31 +148,7 @@ def test_history_maps_tool_calls_and_results_and_merges_user_turns(server):
     messages = [
         {"role": "system", "content": [{"type": "text", "text": "You are terse."}]},
         user("look up cat"),
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": ""},
-                {"type": "tool_call", "id": "t1", "name": "lookup", "input": {"word": "cat"}},
-                {"type": "tool_call", "id": "t2", "name": "lookup", "input": {"word": "dog"}},
-            ],
-        },
-        {
-            "role": "tool",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_call_id": "t1",
-                    "content": "a pet",
-                    "is_error": False,
-                },
-                {
-                    "type": "tool_result",
-                    "tool_call_id": "t2",
-                    "content": {"code": 7},
-                    "is_error": True,
-                },
-            ],
-        },
+        *lookups("", "t1", "t2"),  # the empty text block is dropped
         user("and now?"),
     ]
     run(

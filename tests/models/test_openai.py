@@ -19,7 +19,7 @@ from .fakes import (
     reset_while_reading,
     sse_answer,
 )
-from .helpers import ENV, KEY, cancel_after, openai_provider, run, user
+from .helpers import KEY, cancel_after, failure, lookups, openai_provider, run, user
 
 TOOLS = [
     {
@@ -47,12 +47,6 @@ def text_stream(*pieces, finish="stop"):
         {"id": "chatcmpl-1", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
     )
     return openai_frames(chunks)
-
-
-def failure(provider, request=None, cancel=None) -> ModelCallError:
-    with pytest.raises(ModelCallError) as info:
-        run(provider, request, cancel)
-    return info.value
 
 
 # -- successful calls ----------------------------------------------------------------------------
@@ -186,31 +180,7 @@ def test_history_with_tool_calls_and_results_is_mapped(server):
     server.answer(json_answer(200, completion({"role": "assistant", "content": "ok"})))
     messages = [
         user("look up cat and dog"),
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Looking."},
-                {"type": "tool_call", "id": "c1", "name": "lookup", "input": {"word": "cat"}},
-                {"type": "tool_call", "id": "c2", "name": "lookup", "input": {"word": "dog"}},
-            ],
-        },
-        {
-            "role": "tool",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_call_id": "c1",
-                    "content": "a pet",
-                    "is_error": False,
-                },
-                {
-                    "type": "tool_result",
-                    "tool_call_id": "c2",
-                    "content": {"code": 7},
-                    "is_error": True,
-                },
-            ],
-        },
+        *lookups("Looking.", "c1", "c2"),
         {
             "role": "assistant",
             "content": [{"type": "tool_call", "id": "c3", "name": "lookup", "input": {}}],
@@ -252,11 +222,7 @@ def test_history_with_tool_calls_and_results_is_mapped(server):
 
 def test_no_api_key_env_sends_no_authorization(server):
     server.answer(json_answer(200, completion({"role": "assistant", "content": "x"})))
-    provider = make_provider(
-        "local",
-        {"provider": "openai", "base_url": server.url + "/v1", "model": "m", "stream": False},
-        environ={},
-    )
+    provider = openai_provider(server.url, environ={}, api_key_env=None, stream=False)
     run(provider)
     assert "authorization" not in server.requests[0].headers
 
@@ -324,16 +290,7 @@ def test_connection_reset_while_writing_the_request_is_error(server):
 
 
 def test_missing_key_variable_is_error_and_sends_nothing(server):
-    provider = make_provider(
-        "fast",
-        {
-            "provider": "openai",
-            "base_url": server.url + "/v1",
-            "model": "m",
-            "api_key_env": "NOT_SET_ANYWHERE",
-        },
-        environ=ENV,
-    )
+    provider = openai_provider(server.url, api_key_env="NOT_SET_ANYWHERE")
     err = failure(provider)
     assert err.outcome == "error" and "NOT_SET_ANYWHERE" in err.message
     assert server.requests == []

@@ -14,7 +14,7 @@ import traceback
 
 import pytest
 
-from brain.models import ModelCallError, make_provider
+from brain.models import ModelCallError
 
 from .fakes import (
     FakeServer,
@@ -83,16 +83,7 @@ def test_key_appears_nowhere_after_many_failures(caplog):
     outcomes.append(info.value.outcome)
     seen += [str(info.value), repr(info.value)]
     with FakeServer() as server:  # a key http.client refuses to put in a header
-        bad = make_provider(
-            "m",
-            {
-                "provider": "openai",
-                "base_url": server.url + "/v1",
-                "model": "m",
-                "api_key_env": "K",
-            },
-            environ={"K": KEY + "\r\nX-Injected: 1"},
-        )
+        bad = openai_provider(server.url, environ={"FAKE_KEY": KEY + "\r\nX-Injected: 1"})
         with pytest.raises(ModelCallError) as info:
             run(bad)
         assert server.requests == []

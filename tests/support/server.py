@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,16 @@ def configured(tmp_path: Path, toml: str, env: dict[str, str] | None = None) -> 
     config = tmp_path / "brain.toml"
     config.write_text(toml)
     return BrainServer(tmp_path / "data", env={"BRAIN_CONFIG": str(config), **(env or {})})
+
+
+def serving(tmp_path: Path, toml: str, env: dict[str, str] | None = None) -> Iterator[BrainServer]:
+    """A started `configured` server, killed when the generator is closed: a fixture's body
+    (`yield from serving(tmp_path, MODELS)`)."""
+    server = configured(tmp_path, toml, env).start()
+    try:
+        yield server
+    finally:
+        server.kill()
 
 
 RELEASE_TIMEOUT_SECS = 20.0

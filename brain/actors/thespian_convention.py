@@ -20,22 +20,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from brain.actors.thespian_fit import check_thespian
-
-_patched = False
+from brain.actors.thespian_fit import patch_once
 
 
+@patch_once("thespian_convention")
 def patch_forwarded_creates() -> None:
     """Make every admin this process forks forget a create request once it was forwarded.
 
-    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
     Thespian's admin module reads its settings when first imported: call this after
     `prepare_convention_checkins` (brain/actors/convention.py).
     """
-    global _patched
-    if _patched:
-        return
-    check_thespian(["thespian_convention"])
     from thespian.system.admin.convention import ConventioneerAdmin
 
     forward = ConventioneerAdmin._not_compatible
@@ -53,7 +47,6 @@ def patch_forwarded_creates() -> None:
     ConventioneerAdmin._not_compatible = forward_and_forget
     ConventioneerAdmin._pending_send_failed = functools.wraps(
         ConventioneerAdmin._pending_send_failed)(_answer_when_nobody_else_can)
-    _patched = True
 
 
 def _answer_when_nobody_else_can(self: Any, result: Any, intent: Any) -> None:

@@ -15,10 +15,11 @@ a mismatch, so the check itself never ends in a traceback.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import inspect
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 THESPIAN_VERSION = "4.0.1"
@@ -135,3 +136,23 @@ def _misfit(relied: Relied) -> str | None:
         return (f"takes ({', '.join(found)}) where the patch expects "
                 f"({', '.join(relied.parameters)})")
     return None
+
+
+def patch_once(patch: str) -> Callable[[Callable[[], None]], Callable[[], None]]:
+    """Make a function that applies `patch` run once per process, and only after
+    `check_thespian([patch])` passed: a later call does nothing, and a Thespian the patch does
+    not fit raises ThespianMismatch with nothing patched. `.applied` tells whether it ran."""
+
+    def decorate(apply: Callable[[], None]) -> Callable[[], None]:
+        @functools.wraps(apply)
+        def apply_once() -> None:
+            if apply_once.applied:  # type: ignore[attr-defined]
+                return
+            check_thespian([patch])
+            apply()
+            apply_once.applied = True  # type: ignore[attr-defined]
+
+        apply_once.applied = False  # type: ignore[attr-defined]
+        return apply_once
+
+    return decorate

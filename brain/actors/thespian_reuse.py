@@ -39,12 +39,10 @@ from thespian.system.transport import SendStatus
 from thespian.system.transport import TCPTransport as tcp
 from thespian.system.utilis import thesplog
 
-from brain.actors.thespian_fit import check_thespian
+from brain.actors.thespian_fit import patch_once
 
 FRESH_RETRIES = 3
 _CLOSED_ERRNOS = (errno.ECONNRESET, errno.EPIPE, errno.ENOTCONN, errno.EBADF)
-
-_patched = False
 
 
 def closed_by_peer(sock: socket.socket) -> bool:
@@ -57,15 +55,9 @@ def closed_by_peer(sock: socket.socket) -> bool:
         return exc.errno in _CLOSED_ERRNOS
 
 
+@patch_once("thespian_reuse")
 def patch_idle_socket_reuse() -> None:
-    """Patch Thespian's TCPTransport as the module docstring says; safe to call twice.
-
-    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
-    """
-    global _patched
-    if _patched:
-        return
-    check_thespian(["thespian_reuse"])
+    """Patch Thespian's TCPTransport as the module docstring says."""
     transport = tcp.TCPTransport
     connect_or_take_idle = transport._next_XMIT_1
     retry_later = transport._next_XMIT_6
@@ -115,4 +107,3 @@ def patch_idle_socket_reuse() -> None:
     transport._next_XMIT_1 = start_transmit
     transport._next_XMIT_6 = retry
     transport._finishIntent = finish_intent
-    _patched = True

@@ -28,7 +28,7 @@ from typing import Any
 
 from thespian.system.transport import TCPTransport as tcp
 
-from brain.actors.thespian_fit import check_thespian
+from brain.actors.thespian_fit import patch_once
 
 _IN, _OUT = select.POLLIN, select.POLLOUT
 _READY_READ = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR
@@ -73,20 +73,10 @@ def _as_events(mask: int) -> int:
         (selectors.EVENT_WRITE if mask & _OUT else 0)
 
 
-_applied = False
-
-
+@patch_once("thespian_select")
 def use_one_shot_poll() -> None:
-    """Make Thespian's TCP transport in this process (and its forks) select with poll.
-
-    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
-    """
-    global _applied
-    if _applied:
-        return
-    check_thespian(["thespian_select"])
+    """Make Thespian's TCP transport in this process (and its forks) select with poll."""
     shim = types.ModuleType("selectors")
     shim.__dict__.update(selectors.__dict__)
     shim.DefaultSelector = OneShotPoll  # type: ignore[attr-defined]
     tcp.selectors = shim  # type: ignore[attr-defined]
-    _applied = True

@@ -68,7 +68,7 @@ def test_a_module_that_does_not_import_is_refused() -> None:
 def test_a_patch_that_does_not_fit_patches_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     changed = lambda self, intent, extra: True  # noqa: E731
     monkeypatch.setattr(tcp.TCPTransport, "_next_XMIT_1", changed)
-    monkeypatch.setattr(thespian_reuse, "_patched", False)
+    monkeypatch.setattr(thespian_reuse.patch_idle_socket_reuse, "applied", False)
     with pytest.raises(ThespianMismatch, match="thespian_reuse"):
         thespian_reuse.patch_idle_socket_reuse()
     assert tcp.TCPTransport._next_XMIT_1 is changed

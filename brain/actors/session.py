@@ -4,10 +4,13 @@ Every decision is made by the pure session core (`brain.sessions.core.step`). Th
 each message into an input for it, does the I/O the core cannot (open and verify the journal,
 commit, send, run the Agentloop's thread, remove files), and carries out each Step in one order,
 in `_carry_out`: the records are committed (one write, one fdatasync) before any message that
-depends on them is sent and before anyone, client or guest, is answered.
+depends on them is sent and before anyone, client or guest, is answered. Its journal's side
+(open for a command, commit, a failed commit, checkpoint) is session_journal.py; suspended
+turns, session_suspension.py; guest calls answered inline, session_inline.py.
 
 The process outlives its sessions: the registry forks it ahead of need into a pool, and when a
-session is released the actor drops everything of it (`_drop_session`) and waits for the next.
+session is released the actor drops everything of it (`_drop_session`, session_pool.py) and
+waits for the next.
 A timer or an executor's answer still on its way for the session it served is recognized by its
 lease (timers) or its session id (answers) and dropped, so nothing of one session reaches another.
 """
@@ -18,7 +21,7 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,43 +39,34 @@ from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
-    CreateSession,
-    DeleteSession,
     Delivered,
     EffectBatch,
     EffectDone,
     MetricsReport,
     OutcomeBatch,
-    ReleaseMe,
     Reply,
     ReportRelease,
     RunAdmitted,
     ToSession,
-    Warmed,
-    WarmUp,
 )
 from brain.actors.proctitle import rename_actor_process
 from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
+from brain.actors.session_pool import PooledSession
 from brain.actors.session_suspension import SuspendingSession
-from brain.admitted import clear_admitted
-from brain.damage_report import forget_damage, report_damage
-from brain.journal import CorruptJournal, JournalError, JournalLocked, JournalWriter
+from brain.damage_report import forget_damage
+from brain.journal import JournalLocked, JournalWriter
 from brain.live import LivePublisher
 from brain.metrics import MetricBatch
 from brain.sessions import core
-from brain.sessions.abandon import waiting_clients
-from brain.sessions.environments import environments_set_up
 from brain.sessions.state import (
     REGISTRY,
     ClientReply,
     Command,
-    Damaged,
     GuestAnswer,
     GuestCall,
     Limits,
-    Opened,
     RemoveFiles,
     ResumeActivation,
     SessionState,
@@ -83,13 +77,9 @@ from brain.sessions.state import (
     Telemetry,
     new_session,
 )
-from brain.sessions.views import damage_message
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-POOLED_ROLE = "pooled session"
 
 HAND_BACK_SECS = (1.0, 2.0, 4.0, 8.0, 16.0)
 """Pauses before an admitted turn whose journal was locked goes back to the registry, one per
@@ -103,7 +93,8 @@ class HandBack:
     message: ToSession
 
 
-class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedActor):
+class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuestCalls,
+                   BridgedActor):
     trace_name = "session"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -123,6 +114,10 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
         self._board = BoardReader(self.settings.data_path)
         self._fresh_session_state()
 
+    def _new_core(self, session_id: str) -> SessionState:
+        """The core of a session before its first command (or after its state was dropped)."""
+        return new_session(session_id, _limits(self.settings))
+
     def _fresh_session_state(self) -> None:
         """Everything that belongs to one session, as before its first command."""
         self.core: SessionState | None = None  # set by the first command, which names the id
@@ -134,65 +129,6 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
 
     def trace_session_id(self) -> str | None:
         return self.core.session_id if self.core is not None else None
-
-    # --- the pool: warm before any session, and clean after each --------------------------
-
-    def receiveMsg_WarmUp(self, msg: WarmUp, sender: Any) -> None:
-        """Make the Agentloop runtime and load the configured modules now, in the pool.
-
-        This process is a fork of the registry, which never made an Engine, so building one
-        here is safe (stack hazard 4); the modules come from the compiled cache when present.
-        """
-        if self.core is None:  # not already serving a session handed out before this arrived
-            rename_actor_process(POOLED_ROLE)
-        try:
-            runtime = agentloop_runtime(self.settings)
-            for path in msg.modules:
-                runtime.prepare(path)
-        except Exception:
-            log.exception("pooled session actor: warm-up failed (the first turn loads instead)")
-        self.send(sender, Warmed())
-
-    def _release(self, release: ReleaseMe) -> None:
-        """Let go of the session at once; say so soon (brain/actors/release_report.py): until
-        then the registry keeps sending the session's commands here, where it opens again.
-        A suspension is said at once: the registry keeps the turn until its outcome comes."""
-        counters, observations = self.metrics.take()
-        self._drop_session()
-        self._reports.add(release.session_id, release.handled, counters, observations,
-                          time.monotonic())
-        if release.suspended is not None:
-            self.send(self.registry, self.suspended_release(release, self._reports.take()))
-            return
-        self._report_after(self._reports.released(self._backlog_waits))
-
-    def _backlog_waits(self) -> bool:
-        return self._board.read()[0] > 0
-
-    def _report_after(self, secs: float | None) -> None:
-        if secs == 0.0:
-            report = self._reports.take()
-            if report is not None:
-                self.send(self.registry, report)
-        elif secs is not None:
-            self.wakeupAfter(secs, ReportRelease())
-
-    def receiveMsg_ReportRelease(self, msg: ReportRelease, sender: Any) -> None:
-        """The registry has work waiting for an actor: report now, or (serving the session
-        again) at its next release."""
-        if self._reports.asked(serving=self.core is not None):
-            self._report_after(0.0)
-
-    def _drop_session(self) -> str:
-        """Release: nothing of the session stays resident (reads never need this actor)."""
-        session_id = self.core.session_id if self.core is not None else ""
-        self._flush_metrics()
-        self._close_journal()
-        self.forget_history()
-        self._fresh_session_state()
-        self.lease += 1
-        rename_actor_process(POOLED_ROLE)
-        return session_id
 
     # --- messages become the core's inputs --------------------------------------------------
 
@@ -209,7 +145,7 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
             self._report_after(0.0)
         if self.core is None:
             rename_actor_process(f"session {msg.session_id}")
-            self.core = new_session(msg.session_id, _limits(self.settings))
+            self.core = self._new_core(msg.session_id)
         handled = self.core.handled
         try:
             refused, set_up = self._open_for(msg.command, self.suspension_for(msg))
@@ -303,46 +239,9 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
             if self.guest_calls.pop(self.next_call_id, None) is not None:
                 call.respond({"error": {"code": "internal", "message": "internal error"}})
 
-    # --- the journal's I/O ------------------------------------------------------------------
-
     @property
     def session_dir(self) -> Path:
         return self.sessions_path / self.core.session_id
-
-    def _open_for(self, command: Any, suspended: Any = None
-                  ) -> tuple[errors.BrainError | None, frozenset[str]]:
-        """Open the journal for a command (or, kept open since an earlier one, repeat the CRC
-        pass an open makes, so a journal damaged meanwhile takes no write), carrying on the
-        session's `suspended` turn if it has one. Returns the refusal, if any, and for a
-        delete the Environments owed a teardown."""
-        journal_dir = self.session_dir / "journal"
-        try:
-            if self.writer is not None:
-                if self.core.idle:
-                    self.writer.verify()
-            elif isinstance(command, CreateSession) and journal_dir.exists():
-                return errors.InvalidRequest("session already exists"), frozenset()
-            elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
-                return errors.NotFound("no such session"), frozenset()
-            else:
-                self.writer = self._open_writer(
-                    journal_dir, suspended.sequence if suspended is not None else None)
-                opened, self.writer.opened = self.writer.opened, None  # folded in the open
-                self.open_history(suspended)
-                admitted = self._admitted_turn(opened)
-                self._step(Opened(opened, admitted, suspended))
-                if admitted is not None:  # its activation_started is durable now
-                    clear_admitted(self.session_dir)
-        except CorruptJournal as exc:
-            damage = report_damage(self.settings.data_path, self.core.session_id, exc)
-            log.error("session %s damaged, %s refused: %s", self.core.session_id,
-                      type(command).__name__, damage.describe())
-            self._close_journal()
-            self._step(Damaged(damage_message(damage)))
-            return None, frozenset()
-        if isinstance(command, DeleteSession) and self.writer is not None:
-            return None, frozenset(environments_set_up(journal_dir))
-        return None, frozenset()
 
     # --- one step, carried out --------------------------------------------------------------
 
@@ -384,41 +283,6 @@ class SessionActor(SessionJournal, SuspendingSession, InlineGuestCalls, BridgedA
             self._release(releases[0])  # the metrics go with it, to the registry
         elif self.core.idle:
             self._flush_metrics()  # a session kept resident reports after each piece of work
-
-    def _abandon(self, failed: Step, exc: CommitFailed) -> None:
-        """A commit failed: nothing of `failed` happened, and nothing this actor holds of the
-        session can be trusted (the PostgreSQL fsync lesson: a failed fdatasync is never
-        retried and believed). Every waiting client hears `internal`, the guest is stopped,
-        timers and late answers of the session are voided, and the session is reopened from
-        what is on disk, whose recovery fails the interrupted turn; never its effects again."""
-        session_id = self.core.session_id
-        log.error("session %s: commit failed (%s); reopening it from disk", session_id, exc)
-        for who in waiting_clients(self.core, failed):
-            self.send(who.reply_to, Reply(who.request_id, error_code="internal",
-                                          error_message=COMMIT_FAILED))
-        for call in self.guest_calls.values():
-            call.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
-        if self.stopper is not None:  # an activation is running: stopped, and its calls void
-            self.stopper.stop()
-            self._void_activations.add(self.activation)
-        handled = max(self.core.handled, failed.state.handled)
-        self._close_journal()
-        self._fresh_session_state()
-        self.lease += 1  # the abandoned session's timers are void
-        self.core = replace(new_session(session_id, _limits(self.settings)), handled=handled)
-        if self._reopening:
-            return  # the reopen itself failed: closed until the next command tries again
-        self._reopening = True
-        try:
-            self.writer = self._open_writer(self.session_dir / "journal")
-            opened, self.writer.opened = self.writer.opened, None
-            self._step(Opened(opened))
-        except (JournalError, OSError) as reopen_exc:
-            log.error("session %s: reopen failed (%s); the next command tries again",
-                      session_id, reopen_exc)
-            self._close_journal()
-        finally:
-            self._reopening = False
 
     def _act(self, action: Any) -> None:
         if isinstance(action, StartActivation):

@@ -1,4 +1,5 @@
-"""The session actor's side of its journal: open it, commit to it, checkpoint it.
+"""The session actor's side of its journal: open it for a command, commit to it (and drop all it
+holds when a commit fails), checkpoint it.
 
 Split from the actor (brain/actors/session.py) so that module keeps to carrying out the core's
 steps. Everything here runs in the session actor's process, on its one writer.
@@ -8,18 +9,34 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from brain.admitted import admitted_in_this_run
-from brain.journal import JournalError, JournalLocked, JournalWriter, SessionReader
+from brain import errors
+from brain.actors.messages import CreateSession, DeleteSession, Reply
+from brain.admitted import admitted_in_this_run, clear_admitted
+from brain.damage_report import report_damage
+from brain.journal import (
+    CorruptJournal,
+    JournalError,
+    JournalLocked,
+    JournalWriter,
+    SessionReader,
+)
 from brain.journal.errors import WriterBroken
 from brain.journal.events import is_public, transcript_length_after
 from brain.metrics import MetricBatch
 from brain.sessions import core
-from brain.sessions.state import AdmittedTurn
+from brain.sessions.abandon import waiting_clients
+from brain.sessions.environments import environments_set_up
+from brain.sessions.state import AdmittedTurn, Damaged, Opened, Step
+from brain.sessions.views import damage_message
 
 log = logging.getLogger(__name__)
+actor_log = logging.getLogger("brain.actors.session")
+"""The session actor's own lines (a refused command, a failed commit): docs/operations.md shows
+them under this logger."""
 
 LOCK_WAIT_SECS = 5.0
 LOCK_RETRY_SECS = 0.002
@@ -33,7 +50,8 @@ class CommitFailed(Exception):
 
 class SessionJournal:
     """Mixed into SessionActor, whose `settings`, `writer`, `core`, `metrics`, `live` and
-    `session_dir` it uses."""
+    `session_dir` it uses, and whose step, guest calls and activation it resets when a commit
+    fails."""
 
     settings: Any
     writer: JournalWriter | None
@@ -42,6 +60,17 @@ class SessionJournal:
     live: Any
     session_dir: Path
     note_committed: Any  # session_suspension.py: a resumption's history takes each batch
+    open_history: Any  # session_suspension.py: what a suspended turn's replay answers from
+    guest_calls: dict[int, Any]
+    stopper: Any
+    activation: int
+    _void_activations: set[int]
+    lease: int
+    _reopening: bool
+    send: Any
+    _step: Any
+    _new_core: Any
+    _fresh_session_state: Any
 
     def _open_writer(self, journal_dir: Path, history_from: int | None = None) -> JournalWriter:
         """A web worker admitting a turn holds the lock for a few milliseconds
@@ -66,6 +95,41 @@ class SessionJournal:
         started = next(SessionReader(self.session_dir).events_after(sequence - 1))
         return AdmittedTurn(sequence, started["data"]["input"])
 
+    def _open_for(self, command: Any, suspended: Any = None
+                  ) -> tuple[errors.BrainError | None, frozenset[str]]:
+        """Open the journal for a command (or, kept open since an earlier one, repeat the CRC
+        pass an open makes, so a journal damaged meanwhile takes no write), carrying on the
+        session's `suspended` turn if it has one. Returns the refusal, if any, and for a
+        delete the Environments owed a teardown."""
+        journal_dir = self.session_dir / "journal"
+        try:
+            if self.writer is not None:
+                if self.core.idle:
+                    self.writer.verify()
+            elif isinstance(command, CreateSession) and journal_dir.exists():
+                return errors.InvalidRequest("session already exists"), frozenset()
+            elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
+                return errors.NotFound("no such session"), frozenset()
+            else:
+                self.writer = self._open_writer(
+                    journal_dir, suspended.sequence if suspended is not None else None)
+                opened, self.writer.opened = self.writer.opened, None  # folded in the open
+                self.open_history(suspended)
+                admitted = self._admitted_turn(opened)
+                self._step(Opened(opened, admitted, suspended))
+                if admitted is not None:  # its activation_started is durable now
+                    clear_admitted(self.session_dir)
+        except CorruptJournal as exc:
+            damage = report_damage(self.settings.data_path, self.core.session_id, exc)
+            actor_log.error("session %s damaged, %s refused: %s", self.core.session_id,
+                      type(command).__name__, damage.describe())
+            self._close_journal()
+            self._step(Damaged(damage_message(damage)))
+            return None, frozenset()
+        if isinstance(command, DeleteSession) and self.writer is not None:
+            return None, frozenset(environments_set_up(journal_dir))
+        return None, frozenset()
+
     def _close_journal(self) -> None:
         if self.writer is not None:
             self.writer.close()
@@ -88,6 +152,41 @@ class SessionJournal:
         self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
         if has_public_event(committed, self.core.projection):
             self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
+
+    def _abandon(self, failed: Step, exc: CommitFailed) -> None:
+        """A commit failed: nothing of `failed` happened, and nothing this actor holds of the
+        session can be trusted (the PostgreSQL fsync lesson: a failed fdatasync is never
+        retried and believed). Every waiting client hears `internal`, the guest is stopped,
+        timers and late answers of the session are voided, and the session is reopened from
+        what is on disk, whose recovery fails the interrupted turn; never its effects again."""
+        session_id = self.core.session_id
+        actor_log.error("session %s: commit failed (%s); reopening it from disk", session_id, exc)
+        for who in waiting_clients(self.core, failed):
+            self.send(who.reply_to, Reply(who.request_id, error_code="internal",
+                                          error_message=COMMIT_FAILED))
+        for call in self.guest_calls.values():
+            call.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
+        if self.stopper is not None:  # an activation is running: stopped, and its calls void
+            self.stopper.stop()
+            self._void_activations.add(self.activation)
+        handled = max(self.core.handled, failed.state.handled)
+        self._close_journal()
+        self._fresh_session_state()
+        self.lease += 1  # the abandoned session's timers are void
+        self.core = replace(self._new_core(session_id), handled=handled)
+        if self._reopening:
+            return  # the reopen itself failed: closed until the next command tries again
+        self._reopening = True
+        try:
+            self.writer = self._open_writer(self.session_dir / "journal")
+            opened, self.writer.opened = self.writer.opened, None
+            self._step(Opened(opened))
+        except (JournalError, OSError) as reopen_exc:
+            actor_log.error("session %s: reopen failed (%s); the next command tries again",
+                      session_id, reopen_exc)
+            self._close_journal()
+        finally:
+            self._reopening = False
 
     def _checkpoint(self) -> None:
         """At a moment of rest (a turn ended, a session created, ended, recovered): write the

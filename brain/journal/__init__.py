@@ -24,7 +24,8 @@ from brain.journal.projection import (
     fold_all,
 )
 from brain.journal.reader import PAGE_BYTES, PAGE_EVENTS, SessionReader
-from brain.journal.segments import JournalScan, list_segments
+from brain.journal.scan import JournalScan
+from brain.journal.segments import list_segments
 from brain.journal.timeline import Timeline, read_timeline
 from brain.journal.writer import CHECKPOINT_NAME, DEFAULT_SEGMENT_BYTES, JournalWriter
 

@@ -22,10 +22,9 @@ from brain.journal.errors import CorruptJournal, InvalidRecord, JournalError, Jo
 from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
 from brain.journal.history import SegmentDigest, digest_segments, history_mismatch
 from brain.journal.projection import Projection, ProjectionBuilder
+from brain.journal.scan import JournalScan, Torn
 from brain.journal.segments import (
     TEMP_SUFFIX,
-    JournalScan,
-    Torn,
     create_segment,
     list_segments,
     segment_name,

@@ -19,9 +19,9 @@ from brain.journal.errors import CorruptJournal, InvalidRecord
 from brain.journal.events import to_event
 from brain.journal.frames import FLAG_END_OF_BATCH, FRAME_HEADER_SIZE
 from brain.journal.projection import Projection, ProjectionBuilder
+from brain.journal.scan import JournalScan
 from brain.journal.segments import (
     Cursor,
-    JournalScan,
     list_segments,
     read_frame_header,
     segment_name,

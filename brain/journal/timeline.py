@@ -13,7 +13,8 @@ from typing import Any
 
 from brain.journal.errors import CorruptJournal, InvalidRecord
 from brain.journal.projection import Projection, ProjectionBuilder
-from brain.journal.segments import JournalScan, segment_name
+from brain.journal.scan import JournalScan
+from brain.journal.segments import segment_name
 
 Timeline = tuple[Projection, list[dict[str, Any]]]
 """The projection through `seq - 1`, and every record from `seq` on, in order."""

@@ -4,7 +4,8 @@ One writer per journal (an exclusive `flock` on the journal directory enforces i
 turns a list of records into one batch: one write and one `fdatasync`, the last frame flagged
 as the end of the batch, so a batch is either wholly committed or, after a crash, wholly
 dropped. A failed write or fdatasync poisons the writer (see `WriterBroken`). How it opens a
-journal (lock, recovery, the CRC pass of `verify`) is in opening.py.
+journal (lock, recovery, the CRC pass of `verify`) is in opening.py; what makes a list of
+records a batch (sequences, time, transcript deltas that apply) is in batch.py.
 
 The last segment keeps written zeros after its frames (`ROOM_BYTES`, its room), and each batch
 is written over them. An `fdatasync` after a write that makes the file longer must also commit
@@ -12,7 +13,7 @@ the new size in the file system's own journal; one after a write into bytes alre
 need not: a commit took 0.37–0.38 ms against 0.46 ms appending, measured in a running server.
 The room stays when the writer closes (under the default release policy the session's next
 turn opens it again) and is cut off before a roll, so only the last segment has one; readers
-and recovery tell it from history (segments.py).
+and recovery tell it from history (scan.py).
 """
 
 from __future__ import annotations
@@ -28,17 +29,14 @@ from typing import Any
 import google_crc32c
 
 from brain.fds import close_fd
+from brain.journal.batch import length_before, number_batch
 from brain.journal.checkpoint import (
     INDEX_STRIDE,
     Checkpoint,
     SeekPoint,
     write_checkpoint,
 )
-from brain.journal.errors import (
-    InvalidRecord,
-    JournalError,
-    WriterBroken,
-)
+from brain.journal.errors import JournalError, WriterBroken
 from brain.journal.fault_hook import armed_fdatasync
 from brain.journal.frames import (
     FRAME_HEADER_SIZE,
@@ -65,7 +63,7 @@ ROOM_BYTES = 16 << 10
 """Zeros written ahead at a time after the last segment's frames: a text turn writes ~3 KiB."""
 MIN_SLACK_BYTES = 512
 """Zeros always left after a batch: a reader that meets a batch still being copied in sees it
-end in zeros (segments.py, the torn-write rules)."""
+end in zeros (scan.py, the torn-write rules)."""
 CHECKPOINT_NAME = "checkpoint"
 CHECKPOINT_RECORDS = 64
 CHECKPOINT_BYTES = 256 << 10
@@ -73,7 +71,6 @@ CHECKPOINT_BYTES = 256 << 10
 one on disk: an open then replays at most about that much (~4 us a record), where writing a
 checkpoint after every turn cost a whole-projection encode and two fsyncs each time."""
 _DEFAULT = object()
-_RESERVED = ("seq", "kind", "at")
 _extend_crc = google_crc32c.extend
 _live_writers: weakref.WeakSet[JournalWriter] = weakref.WeakSet()
 _test_fdatasync = armed_fdatasync()  # None unless a test armed the hook (fault_hook.py)
@@ -177,20 +174,8 @@ class JournalWriter(JournalOpening):
         if not records:
             return []
         at = max(self._clock() if at is None else at, self._last_at)
-        first = seq = self.last_seq + 1
-        length = self._transcript_length
-        committed: list[dict[str, Any]] = []
-        for fields in records:
-            kind = fields.get("kind") if isinstance(fields, dict) else None
-            if kind.__class__ is not str or not kind:
-                raise InvalidRecord("every record needs a non-empty string kind")
-            if "seq" in fields or "at" in fields:  # fields cannot choose them
-                fields = {k: v for k, v in fields.items() if k not in _RESERVED}
-            record = {"seq": seq, "kind": kind, "at": at, **fields}
-            if kind == "transcript_changed":
-                length = _check_delta(record, length)
-            committed.append(record)
-            seq += 1
+        first = self.last_seq + 1
+        committed, length = number_batch(records, first, at, self._transcript_length)
         data, offsets, last_crc = encode_batch(committed, self._encode)
         if self._size > SEGMENT_HEADER_SIZE and self._size + len(data) > self.segment_bytes:
             self._roll(first)
@@ -213,7 +198,7 @@ class JournalWriter(JournalOpening):
         self._add_seek_points(committed, first, base, offsets)
         self._last_frame = (self._segment, base + offsets[-1], last_crc)
         self._size = self._flushed = base + len(data)
-        self.last_seq = seq - 1
+        self.last_seq = first + len(committed) - 1
         self._last_at = at
         self._transcript_length = length
         records_since, bytes_since = self._since_checkpoint
@@ -229,7 +214,7 @@ class JournalWriter(JournalOpening):
         if base == SEGMENT_HEADER_SIZE and 0 not in wanted:
             wanted = [0, *wanted]
         for i in wanted:
-            before = _length_before(committed, i, self._transcript_length)
+            before = length_before(committed, i, self._transcript_length)
             self._index.append(SeekPoint(first + i, self._segment, base + offsets[i], before))
 
     def _make_room(self, end: int) -> None:
@@ -358,30 +343,6 @@ def _write_at(fd: int, data: bytes, offset: int) -> None:
     while view:
         written = os.pwrite(fd, view, offset)
         view, offset = view[written:], offset + written
-
-
-def _length_before(records: list[dict[str, Any]], index: int, length: int) -> int:
-    """The transcript length just before records[index], given the length before records[0]."""
-    for record in records[:index]:
-        if record["kind"] == "transcript_changed":
-            length = record["length"]
-    return length
-
-
-def _check_delta(record: dict[str, Any], length: int) -> int:
-    start, items, new_length = record.get("start"), record.get("items"), record.get("length")
-    if (
-        not isinstance(start, int)
-        or isinstance(start, bool)
-        or not 0 <= start <= length
-        or not isinstance(items, list)
-        or new_length != start + len(items)
-    ):
-        raise InvalidRecord(
-            f"transcript_changed {record['seq']}: delta does not apply to a "
-            f"transcript of {length} items"
-        )
-    return new_length
 
 
 def _make_dir(path: Path) -> None:

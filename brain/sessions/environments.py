@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brain.journal.segments import JournalScan
+from brain.journal.scan import JournalScan
 
 
 def environments_set_up(journal_dir: Path) -> set[str]:

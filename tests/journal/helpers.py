@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.journal import JournalWriter
-from brain.journal.segments import JournalScan
+from brain.journal.scan import JournalScan
 
 CONFIG = {
     "agentloop": {"name": "default", "path": "/x/default.wasm"},

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from brain.journal import JournalWriter
-from brain.journal.segments import Cursor, JournalScan
+from brain.journal.scan import JournalScan
+from brain.journal.segments import Cursor
 from tests.journal.crash_child import blob
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from brain.journal import CorruptJournal, JournalWriter, SessionReader, load_che
 from brain.journal.checkpoint import encode_checkpoint
 from brain.journal.frames import FRAME_HEADER_SIZE
 from brain.journal.history import SegmentDigest, crc_of_file
-from brain.journal.segments import JournalScan
+from brain.journal.scan import JournalScan
 from tests.journal.helpers import (
     created,
     delta,

@@ -10,7 +10,7 @@ import pytest
 
 from brain.journal import CorruptJournal, JournalWriter, SessionReader
 from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
-from brain.journal.segments import JournalScan
+from brain.journal.scan import JournalScan
 from tests.journal.helpers import (
     created,
     delta,

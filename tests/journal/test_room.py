@@ -10,7 +10,7 @@ import pytest
 
 from brain.journal import CorruptJournal, JournalWriter, SessionReader
 from brain.journal import writer as writer_module
-from brain.journal.segments import JournalScan
+from brain.journal.scan import JournalScan
 from tests.journal.helpers import created, open_writer, segments
 
 

@@ -98,7 +98,7 @@ def precompile_agentloops(settings: Settings) -> None:
     """Compile the configured Agentloop components now, in a child process, so no turn waits
     seconds for a compile and no actor compiles one (brain/agentloop/precompile.py)."""
     from brain.actors.activation import wasm_cache_dir
-    from brain.actors.registry import configured_modules
+    from brain.actors.registry_forks import configured_modules
     from brain.agentloop.precompile import precompile_in_child
 
     cache_dir = wasm_cache_dir(settings)

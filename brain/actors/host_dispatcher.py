@@ -18,14 +18,14 @@ from typing import Any
 
 from thespian.actors import WakeupMessage
 
-from brain.actors.messages import (
+from brain.actors.host_call_messages import (
     HostAnswer,
     HostCallOffer,
     HostCallVerdict,
     HostCancel,
     HostPoll,
-    Reply,
 )
+from brain.actors.messages import Reply
 from brain.actors.trace import TracedDispatcher
 from brain.host import CANCEL_GRACE_SECS, AnswerRefused, Ledger, Send
 from brain.host.ledger import PollAnswer

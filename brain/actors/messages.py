@@ -2,7 +2,8 @@
 
 Thespian pickles these between processes, so they carry sequences, ids and short payloads; bulk
 history stays in the journal. Commands travel web → registry → session; replies go straight from
-the session actor back to the web worker's private endpoint named in `reply_to`.
+the session actor back to the web worker's private endpoint named in `reply_to`. The messages of
+host calls, which no session actor sees, are in brain/actors/host_call_messages.py.
 """
 
 from __future__ import annotations
@@ -341,67 +342,6 @@ class OutcomeBatch(Message):
     session commits their outcomes in one batch."""
 
     outcomes: tuple[EffectDone, ...]
-
-
-# --- host calls (docs/host-tools.md) -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class HostCallOffer(Message):
-    """Executor → host dispatcher: a journaled Tool call or Environment op for a host.
-
-    Offered once; the dispatcher hands it to at most one poll answer, ever.
-    """
-
-    call_id: str
-    kind: str  # "tool" | "environment"
-    name: str
-    session_id: str
-    started: int
-    op: str | None
-    payload: Any  # the Tool input, or the op's request
-    deadline: float | None  # time.time() epoch
-    reply_to: Any  # the executor, which wakes the waiting thread
-
-
-@dataclass(frozen=True)
-class HostCancel(Message):
-    """Executor → host dispatcher: the effect was cancelled."""
-
-    call_id: str
-
-
-@dataclass(frozen=True)
-class HostCallVerdict(Message):
-    """Host dispatcher → executor: the host's normalized answer, or the failure outcome."""
-
-    call_id: str
-    answer: dict[str, Any] | None = None
-    outcome: str | None = None  # error|cancelled|timeout|unknown when there is no answer
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class HostPoll(Message):
-    """Web → host dispatcher: a host asks for work; answered with a Reply, at once or later."""
-
-    request_id: str
-    tools: tuple[str, ...]
-    environments: tuple[str, ...]
-    scope: str | None  # a session token's session; None for the operator
-    host_id: str | None
-    max_calls: int
-    wait_secs: float
-
-
-@dataclass(frozen=True)
-class HostAnswer(Message):
-    """Web → host dispatcher: a host's answer to one delivered call; answered with a Reply."""
-
-    request_id: str
-    call_id: str
-    scope: str | None
-    body: dict[str, Any]
 
 
 # --- metrics -------------------------------------------------------------------------------

@@ -6,7 +6,8 @@ session (`Released`: journal closed, so the writer lock is free) and every comma
 it was among those it handled. Until then commands for the session still go to that actor,
 which opens the session again for one that crossed its release: there is never more than one
 actor per session.
-The pool is refilled by forks made from a timer when no command came in for a moment.
+The pool is refilled by forks made from a timer when no command came in for a moment
+(brain/actors/registry_forks.py: when the registry forks).
 
 Capacity (brain/actors/admission.py): at most `BRAIN_MAX_SESSION_ACTORS` sessions are served by
 an actor at once. A command for a session beyond that, or while no warm actor waits, joins the
@@ -22,15 +23,16 @@ turn waiting on parked effects hands the turn over in its `Released`; the regist
 with its deadline, and gives it to the actor that opens the session next, with the first
 command forwarded there (`Delivered.first`, `.suspended`). Executors send parked effects'
 outcomes here; each is forwarded like a command (`Outcomes`), opening the session if no actor
-holds it, and never refused. A suspended turn whose deadline passes gets `ExpireTurn`.
+holds it, and never refused. A suspended turn whose deadline passes gets `ExpireTurn`
+(brain/actors/suspended_turns.py keeps them).
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +50,6 @@ from brain.actors.messages import (
     Delivered,
     EffectDone,
     ExpireTurn,
-    FillPool,
     MetricsReport,
     OutcomeBatch,
     Outcomes,
@@ -62,12 +63,12 @@ from brain.actors.messages import (
     RunAdmitted,
     Services,
     ToSession,
-    Warmed,
-    WarmUp,
 )
 from brain.actors.pool import PooledActor, SessionActorPool
+from brain.actors.registry_forks import ForkForBacklog, PoolForks, configured_modules
+from brain.actors.suspended_turns import SuspendedTurns
 from brain.actors.trace import TracedDispatcher
-from brain.cpu_idle import CpuIdle, cpu_actors, may_fork_for_backlog
+from brain.cpu_idle import CpuIdle, cpu_actors
 from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
 from brain.memory_budget import MemoryBudget
 from brain.metrics import MetricBatch
@@ -75,30 +76,7 @@ from brain.settings import Settings
 
 log = logging.getLogger(__name__)
 
-REFILL_QUIET_SECS = 1.0
-"""A refill fork (to bring the idle actors back up to the pool's size) waits until no command
-or release has come in for this long. Under load the actors taken come back as their turns end
-(a released session lets go after every turn), so forking replacements meanwhile only made
-actors that exited again once all were back; a fork also sits in front of the commands behind
-it and its warm-up competes for the CPU. Shortage under load is met by forks for the backlog."""
-BACKLOG_QUIET_SECS = 0.02
-"""A fork for the backlog prefers a moment with no command for this long..."""
-FORK_TICK_SECS = 0.005
-"""While work waits in the backlog for want of an actor, one fork per tick: the messages that
-arrive meanwhile are handled between forks, not behind a train of them."""
-CPU_RECHECK_SECS = 0.1
-"""While the CPUs are busy and work waits, how often the registry looks again whether to fork
-(brain/cpu_idle.py)."""
-FORK_MAX_DEFER_SECS = 0.25
-"""...but a steady stream of commands still gets one fork this often. (20 ms got sessions out
-of the backlog sooner, but in a burst the forks and their warm-ups then took the CPU the web
-workers needed for the admissions: the slowest 202 of 600 went over the 1 s target.)"""
 SWEEP_SECS = 1.0
-
-
-@dataclass(frozen=True)
-class ForkForBacklog:
-    """The registry's own timer: fork one actor for the backlog."""
 
 
 METRICS_FLUSH_SECS = 0.5
@@ -133,7 +111,7 @@ class SessionSlot:
     fresh: bool = True  # nothing forwarded yet: the first Delivered carries the suspension
 
 
-class Registry(TracedDispatcher):
+class Registry(PoolForks, TracedDispatcher):
     trace_name = "registry"
 
     @staticmethod
@@ -152,7 +130,7 @@ class Registry(TracedDispatcher):
                                       keep=self._cpu_actors)
         self._last_command = 0.0
         self._refill_armed = False
-        self._modules = configured_modules(settings)
+        self._modules = configured_modules(settings)  # what a fork warms up with
         self._fill_waiter: Any = None  # who asked for FillPool, until its actors are warm
         self._warming = 0
         self._max_serving = settings.max_session_actors
@@ -166,9 +144,15 @@ class Registry(TracedDispatcher):
         self._cpu_idle = CpuIdle()
         self._deferred = DeferredStarts()  # admitted turns held back during a burst
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
-        self._suspended: dict[str, Any] = {}  # session → its suspended turn (no actor holds it)
-        self._deadlines: list[tuple[int, str, int]] = []  # (deadline ms, session, turn) heap
-        self._deadline_armed_at: int | None = None
+        self._suspended = SuspendedTurns()  # the turns of sessions no actor holds
+        self._on_timer: dict[type, Callable[[], None]] = {
+            FlushMetrics: self._flush_metrics,
+            ForkForBacklog: self._fork_for_backlog,
+            SweepBacklog: self._sweep_backlog,
+            StartAdmitted: self._admitted_due,
+            SuspendedDeadlines: self._expire_suspended,
+            RefillPool: self._refill,
+        }
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
@@ -285,32 +269,10 @@ class Registry(TracedDispatcher):
         self._board.publish(len(self._backlog), len(self._slots))
         if not self._backlog:
             return
-        if not self._fork_armed and not self._pool.idle \
-                and len(self._slots) < self._max_serving:
-            self._fork_armed = True
-            self.wakeupAfter(FORK_TICK_SECS, ForkForBacklog())
+        self._arm_fork_for_backlog()
         if not self._sweep_armed:
             self._sweep_armed = True
             self.wakeupAfter(SWEEP_SECS, SweepBacklog())
-
-    def _fork_for_backlog(self) -> None:
-        self._fork_armed = False
-        now = time.monotonic()
-        quiet_for = now - self._last_command
-        if quiet_for < BACKLOG_QUIET_SECS and now - self._last_fork < FORK_MAX_DEFER_SECS:
-            self._fork_armed = True
-            self.wakeupAfter(max(BACKLOG_QUIET_SECS - quiet_for, FORK_TICK_SECS),
-                             ForkForBacklog())
-            return
-        if self._backlog and not self._pool.idle and len(self._slots) < self._max_serving:
-            if may_fork_for_backlog(len(self._slots), self._max_serving, self._cpu_actors,
-                                    self._cpu_idle.has_room()):
-                self._last_fork = now
-                self._pool.adopt(self._fork())
-            else:  # the CPUs are busy: look again soon (resident sessions may hold actors)
-                self._fork_armed = True
-                self.wakeupAfter(CPU_RECHECK_SECS, ForkForBacklog())
-        self._serve_backlog()
 
     def _sweep_backlog(self) -> None:
         self._sweep_armed = False
@@ -319,71 +281,11 @@ class Registry(TracedDispatcher):
                                       "Retry-After")
         self._backlog_changed()
 
-    def _fork(self) -> Any:
-        from brain.actors.session import SessionActor
-
-        address = self.createActor(SessionActor)
-        self.send(address, WarmUp(self._modules))
-        return address
-
-    # --- the pool -----------------------------------------------------------------------------
-
-    def receiveMsg_FillPool(self, msg: FillPool, sender: Any) -> None:
-        """Boot fills the pool before it says `ready`, so no request ever waits for these."""
-        self._fill_waiter = sender
-        self._fill_step()
-
-    def _fill_step(self) -> None:
-        """One actor first, whose warm-up writes the compiled-module cache, then the rest, which
-        map that cache (pages shared by all) instead of each compiling the module into private
-        memory (~2 MiB more USS each, and the CPU of 8 compiles at once)."""
-        if not self._pool.short:
-            self.send(self._fill_waiter, "filled")
-            self._fill_waiter = None
-            return
-        self._warming = 1 if not self._pool.idle else self._pool.short
-        for _ in range(self._warming):
-            self._pool.adopt(self._fork())
-
-    def receiveMsg_Warmed(self, msg: Warmed, sender: Any) -> None:
-        if self._fill_waiter is None:
-            return  # a refill's actor: nobody waits for it
-        self._warming -= 1
-        if self._warming == 0:
-            self._fill_step()
-
-    def _arm_refill(self, secs: float = REFILL_QUIET_SECS) -> None:
-        if self._pool.short and not self._refill_armed:
-            self._refill_armed = True
-            self.wakeupAfter(secs, RefillPool())
-
     def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
-        if isinstance(msg.payload, FlushMetrics):
-            self._flush_metrics()
-            return
-        if isinstance(msg.payload, ForkForBacklog):
-            self._fork_for_backlog()
-            return
-        if isinstance(msg.payload, SweepBacklog):
-            self._sweep_backlog()
-            return
-        if isinstance(msg.payload, StartAdmitted):
-            self._admitted_due()
-            return
-        if isinstance(msg.payload, SuspendedDeadlines):
-            self._expire_suspended()
-            return
-        if not isinstance(msg.payload, RefillPool):
-            return
-        self._refill_armed = False
-        quiet_for = time.monotonic() - self._last_command
-        if quiet_for < REFILL_QUIET_SECS:
-            self._arm_refill(REFILL_QUIET_SECS - quiet_for)
-            return
-        if self._pool.short:
-            self._pool.adopt(self._fork())  # one fork, then commands that came meanwhile
-            self._arm_refill(0.0)
-            self._serve_backlog()
+        """Each of the registry's own timers, by the type of its payload."""
+        handler = self._on_timer.get(type(msg.payload))
+        if handler is not None:
+            handler()
 
     def _ask_for_reports(self) -> None:
         """Work waits for an actor: ask every actor that may hold an unreported release
@@ -406,7 +308,7 @@ class Registry(TracedDispatcher):
         slot.forwarded += 1
         slot.asked_to_report = False
         first, slot.fresh = slot.fresh, False
-        suspended = self._suspended.pop(msg.session_id, None) if first else None
+        suspended = self._suspended.take(msg.session_id) if first else None
         self.send(slot.actor.address, Delivered(msg.request_id, msg.session_id, msg.command,
                                                 sender, self._services,
                                                 len(self._slots) > self._cpus, first,
@@ -415,30 +317,18 @@ class Registry(TracedDispatcher):
     # --- suspended turns ------------------------------------------------------------------------
 
     def _keep_suspended(self, session_id: str, turn: Any) -> None:
-        self._suspended[session_id] = turn
-        if turn.deadline_ms is not None:
-            heapq.heappush(self._deadlines, (turn.deadline_ms, session_id, turn.sequence))
+        if self._suspended.keep(session_id, turn):
             self._arm_deadlines()
 
     def _arm_deadlines(self) -> None:
-        if not self._deadlines:
-            return
-        due = self._deadlines[0][0]
-        if self._deadline_armed_at is not None and self._deadline_armed_at <= due:
-            return
-        self._deadline_armed_at = due
-        now_ms = time.time_ns() // 1_000_000
-        self.wakeupAfter(max(0.0, (due - now_ms) / 1000.0) + 0.001, SuspendedDeadlines())
+        secs = self._suspended.timer_secs(time.time_ns() // 1_000_000)
+        if secs is not None:
+            self.wakeupAfter(secs, SuspendedDeadlines())
 
     def _expire_suspended(self) -> None:
-        self._deadline_armed_at = None
-        now_ms = time.time_ns() // 1_000_000
-        while self._deadlines and self._deadlines[0][0] <= now_ms:
-            _, session_id, turn = heapq.heappop(self._deadlines)
-            suspended = self._suspended.get(session_id)
-            if suspended is not None and suspended.sequence == turn:
-                self.receiveMsg_ToSession(ToSession(f"expire-{session_id}-{turn}", session_id,
-                                                    ExpireTurn(turn)), None)
+        for session_id, turn in self._suspended.expired(time.time_ns() // 1_000_000):
+            self.receiveMsg_ToSession(ToSession(f"expire-{session_id}-{turn}", session_id,
+                                                ExpireTurn(turn)), None)
         self._arm_deadlines()
 
     def receiveMsg_Released(self, msg: Released, sender: Any) -> None:
@@ -497,16 +387,3 @@ class Registry(TracedDispatcher):
                                "pooled_actors": len(self._pool.idle),
                                "backlog_sessions": len(self._backlog),
                                "suspended_turns": len(self._suspended)})
-
-
-def configured_modules(settings: Settings) -> tuple[str, ...]:
-    """The module file of every configured Agentloop, read here once: loading the configuration
-    in each pooled actor cost each ~1.2 MiB of private memory (measured)."""
-    from brain.config import BrainConfig, agentloop_path
-
-    try:
-        agentloops = BrainConfig.load(settings.config).agentloops
-    except Exception:
-        log.exception("pooled session actors: no configuration to warm up from")
-        return ()
-    return tuple(str(agentloop_path(spec["path"])) for spec in agentloops.values())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain.actors.messages import HostCallOffer, HostPoll
+from brain.actors.host_call_messages import HostCallOffer, HostPoll
 from brain.host import AnswerRefused, Ledger
 from brain.host.ledger import PollAnswer
 

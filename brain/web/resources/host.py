@@ -15,7 +15,8 @@ from typing import Any
 import falcon
 
 from brain import errors, request_context
-from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, HostAnswer, HostPoll, Reply
+from brain.actors.host_call_messages import HostAnswer, HostPoll
+from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, Reply
 from brain.config import BrainConfig
 from brain.host import DEFAULT_CALLS_PER_POLL, DEFAULT_WAIT_SECS, MAX_CALLS_PER_POLL, MAX_WAIT_SECS
 from brain.web.contract import SESSION_ID_PATTERN, Answer, operation

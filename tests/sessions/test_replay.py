@@ -40,14 +40,21 @@ TOOL_ASK = {"message": {"role": "assistant", "content": [
     "stop_reason": "tool_use", "usage": {}}
 
 
-def history_of(session: Session) -> tuple[Any, int, int]:
+def history_of(session: Session) -> ActivationHistory:
     """The ActivationHistory of the session's running turn, as an open would read it."""
     turn = session.state.turn
     records = session.records
     before = fold_all(empty_projection(), [r for r in records if r["seq"] < turn.sequence])
     after = [r for r in records if r["seq"] >= turn.sequence]
-    return activation_history(before, after, turn.sequence, turn.activation), \
-        turn.sequence, turn.activation
+    return activation_history(before, after, turn.sequence, turn.activation)
+
+
+def replay_of(session: Session, history: ActivationHistory | None = None) -> Replay:
+    """The Replay a resumed activation of the session's running turn gets: from the session's
+    journal, or from `history` when a test changed what the journal says."""
+    turn = session.state.turn
+    return Replay(SESSION, LIMITS, history_of(session) if history is None else history,
+                  turn.sequence, turn.activation)
 
 
 def live(session: Session, op: dict[str, Any], outcome: dict[str, Any] | None = None
@@ -62,6 +69,14 @@ def live(session: Session, op: dict[str, Any], outcome: dict[str, Any] | None = 
     return answer
 
 
+def lived(ops: list[tuple[dict[str, Any], dict[str, Any] | None]]
+          ) -> tuple[Session, list[dict[str, Any]]]:
+    """A running turn whose guest made `ops` live (each with its effect's outcome, if any),
+    and the answer each call was given."""
+    session = Session().running()
+    return session, [live(session, op, outcome) for op, outcome in ops]
+
+
 OPS = [({"op": "transcript.read"}, None),
        ({"op": "kv.read", "key": "n"}, None),
        ({"op": "kv.put", "key": "n", "value": 1}, None),
@@ -74,10 +89,8 @@ OPS = [({"op": "transcript.read"}, None),
 
 
 def test_every_call_is_answered_as_it_was_live_and_the_replay_ends_at_the_journal_s_end():
-    session = Session().running()
-    answers = [live(session, op, outcome) for op, outcome in OPS]
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    session, answers = lived(OPS)
+    replay = replay_of(session)
     for (op, _), answer in zip(OPS, answers, strict=True):
         assert not replay.done
         assert replay.answer(op) == answer
@@ -92,11 +105,7 @@ def test_every_call_is_answered_as_it_was_live_and_the_replay_ends_at_the_journa
     (7, {"op": "events.emit", "kind": "other", "data": {}}, "name"),
 ])
 def test_the_first_call_that_would_record_something_else_diverges(index, changed, differs):
-    session = Session().running()
-    for op, outcome in OPS:
-        live(session, op, outcome)
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    replay = replay_of(lived(OPS)[0])
     for op, _ in OPS[:index]:
         replay.answer(op)
     with pytest.raises(Diverged) as caught:
@@ -107,11 +116,7 @@ def test_the_first_call_that_would_record_something_else_diverges(index, changed
 
 
 def test_another_op_where_an_effect_was_is_a_divergence_naming_both():
-    session = Session().running()
-    for op, outcome in OPS[:6]:
-        live(session, op, outcome)
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    replay = replay_of(lived(OPS[:6])[0])
     for op, _ in OPS[:5]:
         replay.answer(op)
     with pytest.raises(Diverged, match="kv_put of key 'late'.*model_call_started"):
@@ -119,21 +124,13 @@ def test_another_op_where_an_effect_was_is_a_divergence_naming_both():
 
 
 def test_a_guest_that_returns_early_diverges():
-    session = Session().running()
-    for op, outcome in OPS[:4]:
-        live(session, op, outcome)
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    replay = replay_of(lived(OPS[:4])[0])
     replay.answer(OPS[0][0])
     assert "kv_put of key 'n'" in replay.returned().message
 
 
 def test_a_call_recording_more_than_the_journal_holds_diverges():
-    session = Session().running()
-    live(session, OPS[0][0])
-    live(session, {"op": "kv.put", "key": "n", "value": 1})
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    replay = replay_of(lived([OPS[0], ({"op": "kv.put", "key": "n", "value": 1}, None)])[0])
     replay.answer(OPS[0][0])
     replay.answer({"op": "kv.put", "key": "n", "value": 1})
     assert replay.done
@@ -145,8 +142,7 @@ def test_a_failed_outcome_is_answered_as_the_live_guest_was_told():
     started = step.records[0]["seq"]
     step = session.done(started, Outcome.TIMEOUT, error={"message": "slow"})
     told = guest_answers(step)[session.calls]
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    replay = replay_of(session)
     assert replay.answer({"op": "model.call", "messages": USER}) == told
     assert told["error"] == {"code": "model_call_failed", "outcome": "timeout",
                              "message": "slow"}
@@ -160,8 +156,7 @@ def test_the_emit_budget_counts_tool_events_in_replay_as_live():
                  events=(big,))
     told = guest_answers(session.guest("events.emit", kind="more", data="y" * 60))
     assert told[session.calls]["error"]["code"] == "emit_limit"
-    history, turn, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, turn, activation)
+    replay = replay_of(session)
     replay.answer({"op": "tools.call", "calls": [{"name": "echo", "input": {}}]})
     assert replay.answer({"op": "events.emit", "kind": "more", "data": "y" * 60}) == \
         told[session.calls]
@@ -244,8 +239,7 @@ def suspended_default_turn(outcomes: list[dict[str, Any]]) -> tuple[Session, int
 
 def test_the_default_agentloop_resumed_in_a_fresh_instance_finishes_the_turn_as_live():
     session, turn = suspended_default_turn([TOOL_ASK])
-    history, sequence, activation = history_of(session)
-    replay = Replay(SESSION, LIMITS, history, sequence, activation)
+    replay = replay_of(session)
     ended = run_activation(CoreHost(session, [ANSWER]), replay, turn)
     assert replay.done
     assert ended.error is None and ended.result == {"status": "completed", "output": "hello"}
@@ -259,13 +253,13 @@ def test_the_default_agentloop_resumed_in_a_fresh_instance_finishes_the_turn_as_
 
 def test_the_default_agentloop_against_a_journal_it_did_not_write_diverges():
     session, turn = suspended_default_turn([ANSWER])
-    history, sequence, activation = history_of(session)
+    history = history_of(session)
     # What the first activation saved, changed: the fresh instance asks for something else.
     records = list(history.records)
     saved = next(i for i, r in enumerate(records) if r["kind"] == "transcript_changed")
     records[saved] = {**records[saved], "items": [{"role": "user", "content": []}]}
     tampered = ActivationHistory(history.base, tuple(records), history.turn_input)
-    replay = Replay(SESSION, LIMITS, tampered, sequence, activation)
+    replay = replay_of(session, tampered)
     before = len(session.records)
     ended = run_activation(CoreHost(session, []), replay, turn)
     assert ended.error["code"] == DIVERGED

@@ -3,7 +3,8 @@
 The line is `pid (comm) state ppid pgrp session ... starttime ...`. The command name sits in
 parentheses and may itself hold spaces or ")", so the fields are counted from the LAST ")".
 Brain reads this to find its descendants (the supervisor), to see whether an Environment's
-process group still runs, and to tell a live idempotency claimant from a reused pid.
+process group still runs, and to tell a live idempotency claimant from a reused pid; the
+benchmarks (tools/bench/) read the CPU time of a server's processes from it.
 """
 
 from __future__ import annotations
@@ -14,17 +15,22 @@ from dataclasses import dataclass
 
 DEAD_STATES = frozenset({"Z", "X"})
 """Zombie (exited, not yet reaped) and dead: neither can act any more."""
+CLOCK_TICK_SECS = 1.0 / os.sysconf("SC_CLK_TCK")
+"""One clock tick, the unit of the start and CPU times below."""
 
 
 @dataclass(frozen=True)
 class ProcStat:
-    """The fields Brain uses; `start_time` is in clock ticks since boot, as the kernel gives it."""
+    """The fields Brain uses; `start_time` is in clock ticks since boot, as the kernel gives it,
+    and the CPU times are in clock ticks too."""
 
     pid: int
     state: str
     ppid: int
     pgrp: int
     start_time: int
+    cpu_ticks: int  # utime + stime: this process's own CPU
+    reaped_cpu_ticks: int  # cutime + cstime: that of its children it has waited for
 
     @property
     def running(self) -> bool:
@@ -36,7 +42,8 @@ def parse_stat(pid: int, line: bytes) -> ProcStat:
     """Fields of one stat line; ValueError when it is not one."""
     try:
         fields = line[line.rindex(b")") + 1 :].split()
-        return ProcStat(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
+        return ProcStat(pid, fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]),
+                        int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]))
     except IndexError:
         raise ValueError(f"not a /proc stat line: {line[:80]!r}") from None
 

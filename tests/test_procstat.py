@@ -26,6 +26,12 @@ def test_a_command_name_with_spaces_and_parentheses():
     assert (stat.state, stat.ppid, stat.pgrp, stat.start_time) == ("S", 7, 9, 123456)
 
 
+def test_cpu_times_own_and_of_reaped_children():
+    line = b"42 (x) S 7 9 9 0 -1 4194560 1 0 0 0 11 22 33 44 20 0 1 0 123456 0 0"
+    stat = parse_stat(42, line)
+    assert (stat.cpu_ticks, stat.reaped_cpu_ticks) == (11 + 22, 33 + 44)
+
+
 def test_a_line_that_is_not_a_stat_line():
     with pytest.raises(ValueError):
         parse_stat(1, b"")

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brain.procstat import read_stat
 from tests.support.server import BrainServer, group_pids
 from tools.bench.common import pss_kib, uss_kib
 
 
 def parent_pid(pid: int) -> int | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return int(stat.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
+        return read_stat(pid).ppid
+    except OSError:
         return None
 
 

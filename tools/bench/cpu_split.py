@@ -22,27 +22,24 @@ import threading
 import time
 from collections import defaultdict
 
+from brain.procstat import CLOCK_TICK_SECS, read_stat
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, percentile
 from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
 
-TICK_SECS = 1.0 / os.sysconf("SC_CLK_TCK")
 SAMPLE_SECS = 0.02
 
 
 def _cpu_and_role(pid: int) -> tuple[float, int, str] | None:
     """(CPU seconds, process group, role) of one process, or None if it is gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            line = stat.read()
+        stat = read_stat(pid)
         with open(f"/proc/{pid}/cmdline", "rb") as cmd:
             cmdline = cmd.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return None
-    fields = line[line.rindex(b")") + 2:].split()
-    cpu = (int(fields[11]) + int(fields[12])) * TICK_SECS
-    return cpu, int(fields[2]), role_of(cmdline)
+    return stat.cpu_ticks * CLOCK_TICK_SECS, stat.pgrp, role_of(cmdline)
 
 
 def role_of(cmdline: str) -> str:

@@ -112,6 +112,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from brain.procstat import CLOCK_TICK_SECS, all_stats
 from tools.bench.common import journal_batches_per_turn, loadavg, percentile, pss_kib
 from tools.bench.workload import ANSWER, SLOW_MODEL
 
@@ -133,7 +134,6 @@ POLL_RATE = 200.0
 times come from the journals), so it may lag, and must not take the server's CPU."""
 POLL_TICK_SECS = 0.25
 DEFAULT_WARM_UP = 64
-TICK_SECS = 1.0 / os.sysconf("SC_CLK_TCK")
 MIB = 1024.0
 
 
@@ -258,19 +258,8 @@ def raise_descriptor_limit() -> tuple[int, int]:
 def group_cpu_seconds(pgrp: int) -> float:
     """utime + stime + cutime + cstime of every process of group `pgrp`, zombies included (see
     the module docstring: a reaped process's time lives on in its parent's cutime/cstime)."""
-    ticks = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                line = stat.read()
-            fields = line[line.rindex(b")") + 2:].split()
-        except (OSError, ValueError):
-            continue
-        if len(fields) > 14 and int(fields[2]) == pgrp:
-            ticks += sum(int(f) for f in fields[11:15])
-    return ticks * TICK_SECS
+    return sum(proc.cpu_ticks + proc.reaped_cpu_ticks
+               for proc in all_stats() if proc.pgrp == pgrp) * CLOCK_TICK_SECS
 
 
 def own_cpu_seconds() -> float:

@@ -7,11 +7,11 @@ pass, so that a descriptor some watcher still polls is not pulled from under it.
 gevent's pool that once made a hub never runs that loop again, so a descriptor closed there
 stays open for the life of the thread.
 
-That cost Brain admitted turns: a web worker admits a turn in a pool thread (the fdatasyncs run
-off the event loop), and the journal's writer lock is an exclusive `flock` on the journal
-*directory*. The writer closed it, gevent kept it open, and the lock stayed held by the web
-worker; the session actor that was handed the turn found the journal locked, gave up after its
-bounded wait, and the turn stayed `running` without ever running.
+Left to gevent, that would cost Brain admitted turns: a web worker admits a turn in a pool
+thread (the fdatasyncs run off the event loop), and the journal's writer lock is an exclusive
+`flock` on the journal *directory*. The writer's close would leave it open and the lock held by
+the web worker; the session actor handed the turn would find the journal locked, give up after
+its bounded wait, and the turn would stay `running` without ever running.
 
 No event loop watches Brain's files and directories, so they are closed with the system call
 itself: `posix.close`, the function `os.close` is before anyone patches it (gevent patches the

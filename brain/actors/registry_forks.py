@@ -27,9 +27,9 @@ log = logging.getLogger("brain.actors.registry")  # the registry's own lines, un
 REFILL_QUIET_SECS = 1.0
 """A refill fork (to bring the idle actors back up to the pool's size) waits until no command
 or release has come in for this long. Under load the actors taken come back as their turns end
-(a released session lets go after every turn), so forking replacements meanwhile only made
-actors that exited again once all were back; a fork also sits in front of the commands behind
-it and its warm-up competes for the CPU. Shortage under load is met by forks for the backlog."""
+(a released session lets go after every turn), so forking replacements meanwhile only makes
+actors that exit again once all are back; a fork also sits in front of the commands behind it
+and its warm-up competes for the CPU. Shortage under load is met by forks for the backlog."""
 BACKLOG_QUIET_SECS = 0.02
 """A fork for the backlog prefers a moment with no command for this long..."""
 FORK_TICK_SECS = 0.005
@@ -152,7 +152,7 @@ class PoolForks:
 
 def configured_modules(settings: Settings) -> tuple[str, ...]:
     """The module file of every configured Agentloop, read here once: loading the configuration
-    in each pooled actor cost each ~1.2 MiB of private memory (measured)."""
+    in each pooled actor costs each ~1.2 MiB of private memory (measured)."""
     from brain.config import BrainConfig, agentloop_path
 
     try:

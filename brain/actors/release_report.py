@@ -15,7 +15,7 @@ take the next command (measured on one session's sequential turns). Until the re
 registry keeps the slot and forwards the session's commands here (never another session's), and
 the actor opens the session afresh for each, exactly as after a report the pool would hand it
 out again. One report then covers every release since the last: the commands handled in all of
-them (the registry frees the actor only when that equals what it forwarded, as before), how many
+them (the registry frees the actor only when that equals what it forwarded), how many
 times the session was opened (what the pool's recycling counts) and the metric deltas. The
 report goes at once when work is waiting for an actor (the admission board shows a backlog, or
 the registry asks with `ReportRelease` as work starts to wait), so a slot is not held from a

@@ -1,8 +1,8 @@
 """Guest calls the Agentloop's thread carries out itself, without waking the session actor.
 
-Every guest call used to travel to the actor: posted through the bridge, picked up by a pass of
-Thespian's loop, stepped, committed, answered. For a call that only reads the session or
-commits a record (`transcript.read`/`set`, `kv.*`, `events.emit`), the actor's loop added
+A guest call that goes to the actor is posted through the bridge, picked up by a pass of
+Thespian's loop, stepped, committed and answered. For a call that only reads the session or
+commits a record (`transcript.read`/`set`, `kv.*`, `events.emit`), the actor's loop adds
 nothing but a thread hand-off each way, four times in a plain text turn.
 
 So the activation's thread steps the session core itself, under the lock the actor holds while
@@ -11,8 +11,9 @@ step before it. The step is carried out in that thread only when it consists of 
 commit and the answer to this call: the commit (one write, one fdatasync) comes first, then
 the answer, as on the actor's thread. A step that would send a message, start or stop
 anything, set a timer or answer a client is thrown away unapplied (the core is pure, so
-nothing of it happened) and the call goes to the actor as before; so does every call when the
-session is not in the middle of this activation's turn. Only the actor's thread ever sends.
+nothing of it happened) and the call goes to the actor over the bridge; so does every call
+when the session is not in the middle of this activation's turn. Only the actor's thread ever
+sends.
 
 A commit that fails here is not handled here: the call goes to the actor, whose own step finds
 the journal's writer refusing (a failed write poisons it) and abandons the session as every

@@ -10,7 +10,7 @@ carry the peer's acknowledgement of a message this side sent, right after the me
 read, and bytes read past a message are mishandled by Thespian (its trailing-data branch
 re-parses the decoded message instead of them). So the length is found with `MSG_PEEK`, which
 consumes nothing, and exactly this message's bytes are asked for: all of it when it has arrived,
-the rest on later passes as before.
+the rest on later passes, as Thespian reads it.
 """
 
 from __future__ import annotations

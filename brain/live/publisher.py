@@ -9,8 +9,9 @@ journal, so no sender ever waits on a slow reader.
 The markers are listed again for every hint, never cached: a worker that starts following
 between two hints gets the second one. A subscriber marks its session before it reads the
 journal, so a commit whose hint missed the new marker is one its catch-up read sees. A session
-nobody follows, the common case, costs one failed directory listing per hint, where every
-worker used to receive and drop every hint (about a fifth of a web worker's CPU per turn).
+nobody follows, the common case, costs one failed directory listing per hint; sending every
+hint to every worker, to be dropped where nobody follows, costs about a fifth of a web
+worker's CPU per turn.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ holds, the web worker admits the turn itself:
    turn, from the pool or a fork, off the request path.
 
 A session with anything in flight (a turn, a creation, an ending, a crash's leftover) is not
-admitted here: the actor path decides those, as before.
+admitted here: the actor path decides those.
 """
 
 from __future__ import annotations

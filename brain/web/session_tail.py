@@ -1,13 +1,13 @@
 """The newest committed Events of one session, read once per web worker for all its streams.
 
-Without it, every live subscriber re-read the journal after every commit: with 100 followers
-of one session, a commit cost 100 journal reads and 100 JSON encodings of the same Events in
-each worker. A `SessionTail` reads each new Event once, encodes its SSE frame once, and hands
-the frames to every stream of the session in this worker.
+Without it, every live subscriber would re-read the journal after every commit: with 100
+followers of one session, a commit would cost 100 journal reads and 100 JSON encodings of the
+same Events in each worker. A `SessionTail` reads each new Event once, encodes its SSE frame
+once, and hands the frames to every stream of the session in this worker.
 
 It is only a cache in front of the journal, with the journal's order: it holds every Event
 after `covered_from` (until old ones are dropped), read by one `EventFollower`. A stream whose
-cursor is older than what the tail holds reads the journal on its own, as before.
+cursor is older than what the tail holds reads the journal on its own.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@
 2. batched commits of 16 records vs raw 16-buffer writes with one fdatasync (target >= 0.8);
 3. open of a session of N records (writer open + projection, as the session actor does) with
    a fresh checkpoint vs a full replay of the journal (target <= 0.05), and that open with its
-   CRC pass over the history the checkpoint covers vs the same open with the pass skipped, as
-   the open was before it verified that history (alternated in one run; target <= 2);
+   CRC pass over the history the checkpoint covers vs the same open with the pass skipped
+   (alternated in one run; target <= 2);
 4. a 1,000-event page read by a fresh SessionReader, as a web worker does (target <= 20 ms).
 """
 
@@ -203,8 +203,8 @@ def open_session(session: Path, checkpoint: bool) -> float:
 
 @contextmanager
 def history_pass_skipped() -> Iterator[None]:
-    """The open as it was before it verified the history its checkpoint covers: the CRC pass
-    replaced by a no-op, so the checkpoint's checksums are trusted as its position was."""
+    """The open without its check of the history its checkpoint covers: the CRC pass
+    replaced by a no-op, so the checkpoint's checksums are trusted as its position is."""
     saved = writer_module.history_mismatch
     writer_module.history_mismatch = lambda *args: None
     try:

@@ -4,8 +4,9 @@ it on, alternated in rounds within one run (CPU speed swings between runs, not w
 Usage: python -m tools.bench.trace_cost [--rounds 6] [--turns 20] [--old-tree DIR]
 
 `--old-tree DIR` adds a third arm, tracing off, running the `brain` package found in DIR (e.g.
-`git archive BASE brain | tar -x -C DIR`): whether "off" costs anything against the code
-before tracing was rewritten. Every server runs from a scratch directory, so each imports
+`git archive BASE brain | tar -x -C DIR`): whether "off" costs anything against another
+version of the code, such as one without tracing. Every server runs from a scratch directory,
+so each imports
 only the package it is meant to.
 
 Each turn is the tool arm of tools/bench/turns.py (2 model rounds of 4 parallel `echo` calls,

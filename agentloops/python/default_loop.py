@@ -10,15 +10,15 @@ from brain_guest import Turn, model, tools, transcript
 
 
 def activate(turn: Turn) -> str:
-    messages = transcript.read().messages
-    messages.append(turn.user_message())
-    transcript.set(messages)
+    conversation = transcript.read()
+    conversation.append(turn.user_message())
+    transcript.set(conversation)
     while True:
-        reply = model.call(messages)
-        messages.append(reply.message)
-        transcript.set(messages)
+        reply = model.call(conversation)
+        conversation.append(reply.message)
+        transcript.set(conversation)
         calls = reply.tool_calls
         if not calls:
             return reply.text
-        messages.append(tools.results_message(calls, tools.call(calls)))
-        transcript.set(messages)
+        conversation.append(tools.results_message(calls, tools.call(calls)))
+        transcript.set(conversation)

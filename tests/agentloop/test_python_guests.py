@@ -95,6 +95,38 @@ def test_the_python_default_loop_runs_tools_until_the_model_answers(
         "is_error": False}
 
 
+def test_the_guest_echoes_the_transcript_so_brain_decodes_only_what_is_new(
+        runtime: AgentloopRuntime) -> None:
+    """After the first whole list, each request starts with the text Brain already holds:
+    Brain decodes the new messages alone (its decoded list then carries the array's text)."""
+    session = Session([text_reply("first")])
+    session.transcript = [{"role": "user", "content": [{"type": "text", "text": "earlier"}]},
+                          {"role": "assistant", "content": [{"type": "text", "text": "é"}]}]
+    runtime.activate(python_guest("default_loop"), PAYLOAD, session, None)
+    sends = [c for c in session.calls if c["op"] in ("transcript.set", "model.call")]
+    assert [type(c["messages"]).__name__ for c in sends] == ["TranscriptList"] * 3
+    assert [m["content"][0]["text"] for m in session.transcript] == [
+        "earlier", "é", "hi", "first"]
+
+
+def test_a_plain_list_that_grows_is_echoed_too(runtime: AgentloopRuntime,
+                                               bad_guest: Path) -> None:
+    session = Session([text_reply("answer")])
+    session.transcript = [{"role": "user", "content": [{"type": "text", "text": "old"}]}]
+    assert run(runtime, bad_guest, "list", session)["output"] == 3
+    sends = [c for c in session.calls if c["op"] in ("transcript.set", "model.call")]
+    assert [type(c["messages"]).__name__ for c in sends] == ["TranscriptList"] * 3
+    assert [m["content"][0]["text"] for m in session.transcript] == ["old", "list", "answer"]
+
+
+def test_a_message_edited_in_place_is_sent_whole(runtime: AgentloopRuntime,
+                                                 bad_guest: Path) -> None:
+    session = Session()
+    session.transcript = [{"role": "user", "content": [{"type": "text", "text": "old"}]}]
+    assert run(runtime, bad_guest, "edit", session)["output"] == 2
+    assert [m["content"][0]["text"] for m in session.transcript] == ["edited", "edit"]
+
+
 def test_a_guest_call_error_fails_the_turn_with_its_code(runtime: AgentloopRuntime) -> None:
     result = runtime.activate(python_guest("default_loop"), PAYLOAD, Session([]), None)
     assert result == {"status": "failed",

@@ -3,7 +3,7 @@
 import json
 import random
 
-from brain_guest import Turn, TurnFailed, kv, model
+from brain_guest import Turn, TurnFailed, kv, model, transcript
 from brain_guest.raw import call_raw
 
 BALLAST = []
@@ -39,6 +39,19 @@ def activate(turn: Turn):
         return random.random()
     if what == "model":
         return model.call([turn.user_message()]).text
+    if what == "edit":  # an earlier message changed in place must reach Brain changed
+        messages = transcript.read().messages
+        messages[0]["content"][0]["text"] = "edited"
+        messages.append(turn.user_message())
+        transcript.set(messages)
+        return len(messages)
+    if what == "list":  # a plain list, appended to: sent as Brain's text plus the new part
+        messages = transcript.read().messages
+        messages.append(turn.user_message())
+        transcript.set(messages)
+        messages.append(model.call(messages).message)
+        transcript.set(messages)
+        return len(messages)
     if what == "kv":
         return kv.read("before")
     if what == "unserializable":

@@ -6,9 +6,11 @@ modules here; `brain agentloop build loop.py -o loop.wasm` builds it into a Wasm
     from brain_guest import Turn, model, transcript
 
     def activate(turn: Turn) -> str:
-        messages = transcript.read().messages + [turn.user_message()]
-        reply = model.call(messages)
-        transcript.set(messages + [reply.message])
+        conversation = transcript.read()
+        conversation.append(turn.user_message())
+        reply = model.call(conversation)
+        conversation.append(reply.message)
+        transcript.set(conversation)
         return reply.text
 
 What `activate` returns is the turn's output (any JSON value). A guest call that fails raises

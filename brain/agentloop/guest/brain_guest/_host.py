@@ -19,6 +19,10 @@ except ImportError:  # plain Python: no component around this loop
 
 _answer: Callable[[str], str] | None = None
 
+# json sets up its scanner and encoder on first use; doing it here, at build time, puts them in
+# the snapshot every fresh instance starts from (~0.3 ms an activation otherwise, measured).
+json.loads(json.dumps({"warm": [1, 2.5, "x", None, True]}, separators=(",", ":")))
+
 
 def answer_with(fn: Callable[[dict[str, Any]], dict[str, Any]] | None) -> None:
     """Serve guest calls with `fn(request) -> result` (tests), or with Brain again (None)."""
@@ -28,12 +32,27 @@ def answer_with(fn: Callable[[dict[str, Any]], dict[str, Any]] | None) -> None:
 
 def call(request: dict[str, Any]) -> dict[str, Any]:
     """Send one guest call; returns its result, raises GuestCallError for an error result."""
-    result = exchange(request)
+    return _checked(str(request.get("op")), exchange(request))
+
+
+def _checked(op: str, result: Any) -> dict[str, Any]:
     if isinstance(result, dict) and isinstance(result.get("error"), dict):
         error = result["error"]
-        raise GuestCallError(str(request.get("op")), str(error.get("code", "internal")),
+        raise GuestCallError(op, str(error.get("code", "internal")),
                              str(error.get("message", "")))
     return result
+
+
+def call_text(op: str, text: str) -> dict[str, Any]:
+    """Send a request already in JSON text; its result, errors raised as for `call`."""
+    answer = _answer if _answer is not None else _world_call()
+    return _checked(op, json.loads(answer(text)))
+
+
+def answer_text(text: str) -> str:
+    """Send a request already in JSON text; the answer's text, unchecked."""
+    answer = _answer if _answer is not None else _world_call()
+    return answer(text)
 
 
 def exchange(request: Any) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from brain_guest._host import call as _call
+from brain_guest._host import call_text
+from brain_guest.transcript import Messages, Transcript, request_text
 
 
 @dataclass
@@ -27,14 +28,15 @@ class ModelReply:
                 if block.get("type") == "tool_call"]
 
 
-def call(messages: list[dict[str, Any]], tools: list[str] | None = None,
+def call(messages: Transcript | Messages, tools: list[str] | None = None,
          options: dict[str, Any] | None = None) -> ModelReply:
-    """Ask the model. `tools`: names to offer (None: all the session's tools, []: none)."""
-    request: dict[str, Any] = {"op": "model.call", "messages": messages}
+    """Ask the model with `messages` (a Transcript or a list). `tools`: names to offer (None:
+    all the session's tools, []: none)."""
+    extra: dict[str, Any] = {}
     if tools is not None:
-        request["tools"] = tools
+        extra["tools"] = tools
     if options is not None:
-        request["options"] = options
-    result = _call(request)
+        extra["options"] = options
+    result = call_text("model.call", request_text("model.call", messages, extra))
     return ModelReply(result.get("message") or {"role": "assistant", "content": []},
                       result.get("stop_reason"), result.get("usage") or {})

@@ -42,8 +42,9 @@ def _build(loop: Path, output: Path) -> int:
     except BuildError as exc:
         print(f"brain agentloop build: {exc}", file=sys.stderr)
         return 1
-    print(f"built {built.output} ({built.size / 1e6:.1f} MB) in {built.seconds:.1f} s")
-    return _check(built.output)
+    print(f"built {built.output} ({built.size / 1e6:.1f} MB) in {built.seconds:.1f} s; "
+          f"`brain agentloop check {built.output}` compiles and checks it")
+    return 0
 
 
 def _check(path: Path) -> int:

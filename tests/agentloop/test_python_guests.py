@@ -68,8 +68,11 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> AgentloopRuntime:
 
 
 @pytest.fixture(scope="module")
-def bad_guest() -> Path:
-    return python_guest("bad_guest")
+def bad_guest(runtime: AgentloopRuntime) -> Path:
+    """Compiled before the tests that give it a deadline, as `brain serve` does at start."""
+    path = python_guest("bad_guest")
+    runtime.prepare(path)
+    return path
 
 
 def run(runtime: AgentloopRuntime, guest: Path, text: str, session: Session | None = None,

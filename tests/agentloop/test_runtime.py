@@ -340,7 +340,10 @@ def test_not_a_wasm_module(runtime: AgentloopRuntime, tmp_path: Path) -> None:
     junk = tmp_path / "junk.wasm"
     junk.write_bytes(b"\x00asm garbage")
     message = expect_error("agentloop_error", activate, runtime, junk, {})
-    assert "not a valid core Wasm module" in message
+    assert "is not an Agentloop: a WebAssembly binary of unknown version/layer" in message
+    junk.write_bytes(b"#!/bin/sh\n")
+    message = expect_error("agentloop_error", activate, runtime, junk, {})
+    assert "is not an Agentloop: not a WebAssembly binary (no \\0asm magic)" in message
 
 
 def test_missing_file(runtime: AgentloopRuntime, tmp_path: Path) -> None:

@@ -145,6 +145,23 @@ def test_the_turn_counter_counts_in_kv_across_fresh_instances(
     assert session.kv == {"turns": 2}
 
 
+def test_the_host_script_example_sends_each_request_and_returns_every_result(
+        runtime: AgentloopRuntime) -> None:
+    import json
+
+    session = Session()
+    script = [{"op": "kv.put", "key": "k", "value": 1}, {"op": "kv.read", "key": "k"},
+              {"op": "no.such"}]
+    result = runtime.activate(python_guest("host_script"),
+                              {**PAYLOAD, "input": json.dumps(script)}, session, None)
+    assert result["status"] == "completed"
+    assert result["output"][1] == {"found": True, "value": 1}
+    assert result["output"][2]["error"]["code"] == "invalid_request"
+    refused = runtime.activate(python_guest("host_script"), {**PAYLOAD, "input": "not json"},
+                               session, None)
+    assert refused["error"]["code"] == "invalid_request"
+
+
 def test_an_uncaught_exception_names_its_type_message_and_line(
         runtime: AgentloopRuntime, bad_guest: Path) -> None:
     session = Session()

@@ -5,7 +5,12 @@
     with Brain("http://127.0.0.1:3210", token) as brain:
         session = brain.create_session(model="scripted")
         print(session.send("hello").output)
+
+`AsyncBrain`, its asyncio twin, needs httpx and is imported on first use, so the sync client
+keeps needing the standard library only.
 """
+
+from typing import Any
 
 from brain.client.client import Brain
 from brain.client.errors import (
@@ -55,7 +60,8 @@ from brain.client.signal import CancelSignal, Signal
 from brain.client.stream import EventStream
 
 __all__ = [
-    "Brain", "Session", "EventStream", "CancelSignal", "Signal", "new_idempotency_key",
+    "Brain", "AsyncBrain", "AsyncSession", "AsyncEventStream",
+    "Session", "EventStream", "CancelSignal", "Signal", "new_idempotency_key",
     "HostServer", "HostCall", "current_call", "AlreadyAnswered",
     "Event", "EventPage", "ModelDelta", "Origin", "Receipt", "Transcript", "TurnError",
     "TurnResult", "TurnState", "CancelAnswer",
@@ -65,3 +71,15 @@ __all__ = [
     "RequestInProgress", "IdempotencyAmbiguous", "PayloadTooLarge", "UnsupportedMediaType",
     "ServerError", "SessionDamaged", "InternalError", "TeardownFailed", "Draining",
 ]
+
+_ASYNC = {"AsyncBrain": "brain.client.async_client", "AsyncSession": "brain.client.async_session",
+          "AsyncEventStream": "brain.client.async_stream"}
+
+
+def __getattr__(name: str) -> Any:
+    """The asyncio client on first use: importing it imports httpx."""
+    if name in _ASYNC:
+        import importlib
+
+        return getattr(importlib.import_module(_ASYNC[name]), name)
+    raise AttributeError(f"module 'brain.client' has no attribute {name!r}")

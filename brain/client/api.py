@@ -20,6 +20,26 @@ NO_BODY: Any = object()
 """Marks a request without a JSON body (`None` is the JSON body `null`)."""
 
 
+def encode_request(body: Any, headers: dict[str, str] | None,
+                   idempotency_key: str | None) -> tuple[bytes | None, dict[str, str]]:
+    """The body bytes and headers of a request (shared by the sync and asyncio clients)."""
+    all_headers = dict(headers or {})
+    data = None
+    if body is not NO_BODY:
+        data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
+        all_headers["Content-Type"] = "application/json"
+    if idempotency_key is not None:
+        all_headers["Idempotency-Key"] = check_idempotency_key(idempotency_key)
+    return data, all_headers
+
+
+def checked(answer: Response) -> Response:
+    """`answer` when it is 2xx; otherwise raise the matching BrainAPIError."""
+    if not 200 <= answer.status < 300:
+        raise api_error(answer.status, answer.body, answer.headers)
+    return answer
+
+
 class Api:
     def __init__(self, transport: Transport) -> None:
         self.transport = transport
@@ -41,18 +61,10 @@ class Api:
              body: Any = NO_BODY, headers: dict[str, str] | None = None,
              idempotency_key: str | None = None, timeout: float | None = None) -> Response:
         """One request; any non-2xx answer raises the matching BrainAPIError."""
-        all_headers = dict(headers or {})
-        data = None
-        if body is not NO_BODY:
-            data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
-            all_headers["Content-Type"] = "application/json"
-        if idempotency_key is not None:
-            all_headers["Idempotency-Key"] = check_idempotency_key(idempotency_key)
+        data, all_headers = encode_request(body, headers, idempotency_key)
         answer = self.transport.request(method, path, query=query, body=data,
                                         headers=all_headers, timeout=timeout)
-        if not 200 <= answer.status < 300:
-            raise api_error(answer.status, answer.body, answer.headers)
-        return answer
+        return checked(answer)
 
     def events(self, path: str, *, after: int, **options: Any) -> EventStream:
         """A live Event stream of `path` (SSE) after `after`; `connect()` subscribes it."""

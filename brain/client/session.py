@@ -28,17 +28,14 @@ from brain.client.signal import CancelSignal
 from brain.client.stream import EventStream
 
 
-class Session:
-    def __init__(self, api: Api, session_id: str,
-                 state: dict[str, Any] | None = None) -> None:
-        self._api = api
-        self.id = session_id
-        self._calls = SessionCalls(api, session_id)
-        self._path = self._calls.path
-        self._apply(state or {})
+class SessionSnapshot:
+    """The cached state of a handle (sync or asyncio): the last Session representation it got."""
+
+    id: str
 
     def __repr__(self) -> str:
-        return f"<Session {self.id} status={self.status} last_sequence={self.last_sequence}>"
+        return (f"<{type(self).__name__} {self.id} status={self.status} "
+                f"last_sequence={self.last_sequence}>")
 
     def _apply(self, state: dict[str, Any]) -> None:
         self.raw: dict[str, Any] = state
@@ -52,6 +49,16 @@ class Session:
     @property
     def metadata(self) -> dict[str, Any]:
         return dict((self.config or {}).get("metadata") or {})
+
+
+class Session(SessionSnapshot):
+    def __init__(self, api: Api, session_id: str,
+                 state: dict[str, Any] | None = None) -> None:
+        self._api = api
+        self.id = session_id
+        self._calls = SessionCalls(api, session_id)
+        self._path = self._calls.path
+        self._apply(state or {})
 
     # --- reading ----------------------------------------------------------------------------
 

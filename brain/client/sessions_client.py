@@ -26,6 +26,11 @@ from brain.client.session import Session
 from brain.client.transport import Timeouts, Transport
 
 
+def session_body(**fields: Any) -> dict[str, Any]:
+    """A create_session body: the arguments left None are omitted (the server's defaults)."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 class Part(Protocol):
     """Something started from a client that the client stops when it closes."""
 
@@ -93,10 +98,9 @@ class SessionsClient:
 
         The body holds only configured names, so retrying with the same key sends the same body.
         """
-        fields = {"agentloop": agentloop, "model": model, "tools": tools,
-                  "environments": environments, "transcript": transcript,
-                  "idle_ttl_ms": idle_ttl_ms, "metadata": metadata}
-        body = {name: value for name, value in fields.items() if value is not None}
+        body = session_body(agentloop=agentloop, model=model, tools=tools,
+                            environments=environments, transcript=transcript,
+                            idle_ttl_ms=idle_ttl_ms, metadata=metadata)
         state = self._api.call("POST", "/v1/sessions", body=body,
                                idempotency_key=idempotency_key).json()
         return Session(self._api, state["id"], state)

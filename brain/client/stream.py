@@ -22,7 +22,13 @@ import threading
 from collections import deque
 from typing import Any
 
-from brain.client.errors import ProtocolError, ServerError, TransportError, api_error
+from brain.client.errors import (
+    BrainAPIError,
+    ProtocolError,
+    ServerError,
+    TransportError,
+    api_error,
+)
 from brain.client.shapes import Event, ModelDelta
 from brain.client.transport import StreamConnection, Transport
 from brain.net.sse import SseEvent, SseParser
@@ -129,8 +135,7 @@ class EventStream:
             if self._failures > self._max_reconnects:
                 assert self._last_error is not None
                 raise self._last_error
-            delay = min(MAX_BACKOFF_SECS, self._backoff_secs * 2 ** (self._failures - 1))
-            self._wake.wait(delay)
+            self._wake.wait(backoff_delay(self._failures, self._backoff_secs))
             if self._closed:
                 return
             self._transport.check_open()
@@ -180,27 +185,44 @@ class EventStream:
                                            maybe_applied=False))
 
     def _accept(self, message: SseEvent) -> None:
-        if message.event == "model_delta":
-            if self._deltas:
-                body = _json(message.data)
-                started = body.get("started") if isinstance(body, dict) else None
-                delta = body.get("delta", "") if isinstance(body, dict) else ""
-                self._pending.append(ModelDelta(started=started, delta=str(delta)))
+        try:
+            item = decode_message(message, self._cursor, self._deltas)
+        except BrainAPIError:
+            self.close()  # the server's last word: reconnecting would be answered 500 again
+            raise
+        if item is None:
             return
-        if message.event == "error" and message.id is None:
-            # The server found the session's journal damaged mid-stream: its last word, in the
-            # contract's error body. Reconnecting would only be answered 500 again.
-            self.close()
-            raise api_error(500, message.data.encode(), {})
-        if message.id is None:
-            return  # not a committed Event, and not a kind this SDK knows: ignore
-        event = Event.from_json(_json(message.data))
-        if event.sequence <= self._cursor:
-            return  # already delivered before a reconnect
-        self._cursor = event.sequence
-        if event.kind in END_KINDS:
-            self._ended = True
-        self._pending.append(event)
+        if isinstance(item, Event):
+            self._cursor = item.sequence
+            if item.kind in END_KINDS:
+                self._ended = True
+        self._pending.append(item)
+
+def decode_message(message: SseEvent, cursor: int, deltas: bool) -> Event | ModelDelta | None:
+    """What one SSE message delivers to a stream at `cursor` (None: skip it); pure, so the
+    sync and asyncio streams share it. An `event: error` frame raises the server's error."""
+    if message.event == "model_delta":
+        if not deltas:
+            return None
+        body = _json(message.data)
+        started = body.get("started") if isinstance(body, dict) else None
+        delta = body.get("delta", "") if isinstance(body, dict) else ""
+        return ModelDelta(started=started, delta=str(delta))
+    if message.event == "error" and message.id is None:
+        # The server found the session's journal damaged mid-stream: its last word, in the
+        # contract's error body.
+        raise api_error(500, message.data.encode(), {})
+    if message.id is None:
+        return None  # not a committed Event, and not a kind this SDK knows: ignore
+    event = Event.from_json(_json(message.data))
+    if event.sequence <= cursor:
+        return None  # already delivered before a reconnect
+    return event
+
+
+def backoff_delay(failures: int, base_secs: float) -> float:
+    """The pause before reconnect attempt number `failures` (1, 2, ...): doubling, capped."""
+    return min(MAX_BACKOFF_SECS, base_secs * 2 ** (failures - 1))
 
 
 def _json(data: str) -> Any:

@@ -1,0 +1,246 @@
+"""A handle on one session for asyncio code, and its cancellable send.
+
+The asyncio twin of brain/client/session.py (the same methods, cached fields and answer shapes)
+and of brain/client/cancelling.py. In asyncio the cancel signal is the task's own cancellation:
+cancelling a task (or an `asyncio.timeout`) while it awaits `session.send(...)` follows the
+SDK's rule, "wait for admission before cancelling, wait for any issued cancel before returning":
+
+1. The SDK reads the session's `last_sequence` (the baseline), then posts the message in a task
+   of its own, always with an Idempotency-Key (the caller's, or a generated one). A cancel that
+   arrives while the baseline is read sends nothing and propagates at once.
+2. When the caller's task is cancelled while the send runs, the SDK polls the session (20 ms,
+   doubling to 500 ms) until its `turn` has a sequence above the baseline, or the send returned;
+   if that turn still runs it POSTs cancel (with a generated key) and waits for the answer.
+3. It waits for the send's own answer, then re-raises the CancelledError, so asyncio.timeout,
+   TaskGroup and `task.cancel()` keep their meaning. The send's TurnResult (normally failed,
+   `cancelled`, with `cancel_request` set) is attached to it as `.turn_result`.
+
+Further cancellations of the task during steps 2-3 do not cut them short (each wait is bounded
+by the requests' own timeouts). With `signal=CancelSignal()` instead, the same steps run when the
+signal fires and `send` returns the TurnResult, exactly like the sync client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
+
+from brain.client.async_api import AsyncApi
+from brain.client.async_stream import AsyncEventStream
+from brain.client.cancelling import FIRST_POLL_SECS, MAX_POLL_SECS
+from brain.client.errors import BrainClientError, Cancelled, ClientClosed
+from brain.client.keys import new_idempotency_key
+from brain.client.session import SessionSnapshot
+from brain.client.session_calls import TurnInput
+from brain.client.shapes import (
+    CancelAnswer,
+    Event,
+    EventPage,
+    Receipt,
+    Transcript,
+    TurnResult,
+    TurnState,
+)
+from brain.client.signal import CancelSignal
+from brain.client.transport import quote_segment
+
+log = logging.getLogger("brain.client")
+
+
+class AsyncSession(SessionSnapshot):
+    def __init__(self, api: AsyncApi, session_id: str,
+                 state: dict[str, Any] | None = None) -> None:
+        self._api = api
+        self.id = session_id
+        self._path = f"/v1/sessions/{quote_segment(session_id)}"
+        self._apply(state or {})
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def _fetch_state(self) -> dict[str, Any]:
+        return (await self._api.call("GET", self._path)).json()
+
+    async def refresh(self) -> AsyncSession:
+        """Re-read GET /v1/sessions/{id} into the cached fields; never activates the session."""
+        self._apply(await self._fetch_state())
+        return self
+
+    async def transcript(self) -> Transcript:
+        answer = await self._api.call("GET", self._path + "/transcript")
+        return Transcript.from_json(answer.json())
+
+    async def events_page(self, after: int = 0, limit: int | None = None) -> EventPage:
+        """One page of committed Events after the exclusive cursor `after`."""
+        answer = await self._api.call("GET", self._path + "/events",
+                                      query={"after": after, "limit": limit})
+        return EventPage.from_json(answer.json())
+
+    def events(self, cursor: int = 0, *, page_size: int | None = None) -> AsyncIterator[Event]:
+        """Every committed Event after `cursor` (`async for`), page after page."""
+        self._api.check_open()
+        return self._iter_events(cursor, page_size)
+
+    async def _iter_events(self, cursor: int, page_size: int | None) -> AsyncIterator[Event]:
+        while True:
+            page = await self.events_page(cursor, page_size)
+            for event in page.events:
+                yield event
+            if not page.has_more:
+                return
+            cursor = page.next_after
+
+    async def follow(self, cursor: int = 0, *, deltas: bool = False,
+                     timeout: float | None = None, max_reconnects: int = 5) -> AsyncEventStream:
+        """Live Events after `cursor` over SSE, across reconnects; subscribed when it returns."""
+        self._api.check_open()
+        stream = AsyncEventStream(self._api.transport, self._path + "/events", after=cursor,
+                                  deltas=deltas, timeout=timeout, max_reconnects=max_reconnects)
+        return await stream.connect()
+
+    # --- turns ------------------------------------------------------------------------------
+
+    async def _post_send(self, turn_input: TurnInput, key: str | None,
+                         timeout: float | None) -> TurnResult:
+        wait = self._api.turn_timeout if timeout is None else timeout
+        answer = await self._api.call("POST", self._path + "/messages",
+                                      body={"input": turn_input}, idempotency_key=key,
+                                      timeout=wait)
+        return TurnResult.from_json(answer.json())
+
+    async def send(self, input: TurnInput, idempotency_key: str | None = None,
+                   signal: CancelSignal | None = None, *,
+                   timeout: float | None = None) -> TurnResult:
+        """Run a turn and wait for its TurnResult (a failed turn is a result, not an error).
+
+        Cancelling the awaiting task cancels the turn after admission and re-raises the
+        CancelledError (with `.turn_result`) once the server answered; see the module's text.
+        Always carries an Idempotency-Key (generated if not given): retry an uncertain send
+        with `err.idempotency_key`, as a send.
+        """
+        if signal is not None and signal.cancelled:
+            raise Cancelled("the signal had fired before the message was sent; nothing was sent")
+        key = idempotency_key or new_idempotency_key()
+        baseline = (await self._fetch_state()).get("last_sequence") or 0
+        sending = asyncio.create_task(self._post_send(input, key, timeout),
+                                      name=f"brain-send-{self.id}")
+        fired = asyncio.Event()
+        if signal is not None:
+            loop = asyncio.get_running_loop()
+            remove = signal.add_callback(lambda: loop.call_soon_threadsafe(fired.set))
+        else:
+            remove = _nothing
+        firing = asyncio.create_task(fired.wait())
+        try:
+            await asyncio.wait({sending, firing}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError as cancel:
+            await _finish(self._cancel_and_collect(baseline, sending), cancel)
+            raise  # unreachable: _finish re-raises `cancel`
+        finally:
+            remove()
+            firing.cancel()
+        if sending.done():
+            return sending.result()
+        return await _finish(self._cancel_and_collect(baseline, sending), None)
+
+    async def _cancel_and_collect(self, baseline: int,
+                                  sending: asyncio.Task[TurnResult]) -> TurnResult:
+        cancel = await self._cancel_after_admission(baseline, sending)
+        result = await sending
+        return dataclasses.replace(result, cancel_request=cancel) if cancel else result
+
+    async def _cancel_after_admission(self, baseline: int,
+                                      sending: asyncio.Task[TurnResult]) -> CancelAnswer | None:
+        """Poll until our turn is visible, then cancel it if it still runs; None if not needed."""
+        cancel_key = new_idempotency_key()
+        pause = FIRST_POLL_SECS
+        while not sending.done():
+            try:
+                turn = TurnState.from_json((await self._fetch_state()).get("turn"))
+            except ClientClosed:
+                raise
+            except BrainClientError as exc:
+                log.warning("session %s: reading the session to observe admission failed: %s",
+                            self.id, exc)
+                turn = None
+            if turn is not None and turn.sequence > baseline:
+                if turn.status != "running":
+                    return None  # finished already; the send is about to return
+                try:
+                    return await self.interrupt(cancel_key)
+                except ClientClosed:
+                    raise
+                except BrainClientError as exc:
+                    log.warning("session %s: cancelling turn %d failed: %s", self.id,
+                                turn.sequence, exc)
+                    return None
+            await asyncio.wait({sending}, timeout=pause)
+            pause = min(MAX_POLL_SECS, pause * 2)
+        return None
+
+    async def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
+        """Start a turn without waiting (Prefer: respond-async); always keyed (generated)."""
+        key = idempotency_key or new_idempotency_key()
+        answer = await self._api.call("POST", self._path + "/messages", body={"input": input},
+                                      headers={"Prefer": "respond-async"}, idempotency_key=key)
+        return Receipt.from_json(answer.json())
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def interrupt(self, idempotency_key: str | None = None) -> CancelAnswer:
+        """POST cancel: stop work in flight; the session stays usable. Idle: sequence None."""
+        answer = await self._api.call("POST", self._path + "/cancel",
+                                      idempotency_key=idempotency_key)
+        return CancelAnswer.from_json(answer.json())
+
+    async def end(self, idempotency_key: str | None = None, *,
+                  timeout: float | None = None) -> AsyncSession:
+        """End the session (waits for active work) and cache the ended Session."""
+        wait = self._api.turn_timeout if timeout is None else timeout
+        answer = await self._api.call("POST", self._path + "/end",
+                                      idempotency_key=idempotency_key, timeout=wait)
+        self._apply(answer.json())
+        return self
+
+    async def delete(self, idempotency_key: str | None = None) -> None:
+        """Remove an ended, failed or damaged session; after TeardownFailed use a new key."""
+        await self._api.call("DELETE", self._path, idempotency_key=idempotency_key,
+                             timeout=self._api.turn_timeout)
+
+    async def create_token(self) -> str:
+        """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
+        return (await self._api.call("POST", self._path + "/tokens")).json()["token"]
+
+
+def _nothing() -> None:
+    return None
+
+
+async def _finish(work: Awaitable[TurnResult],
+                  cancel: asyncio.CancelledError | None) -> TurnResult:
+    """Run `work` to its end even if this task is cancelled meanwhile.
+
+    When the task was (or gets) cancelled, the CancelledError is re-raised afterwards with the
+    outcome attached as `.turn_result` (None if the send itself failed: then that failure is
+    the CancelledError's cause). Otherwise the result is returned.
+    """
+    job = asyncio.ensure_future(work)
+    while True:
+        try:
+            await asyncio.shield(job)
+            break
+        except asyncio.CancelledError as exc:
+            if job.cancelled():
+                raise  # the loop itself is tearing the work down
+            cancel = cancel or exc
+            if job.done():
+                break
+    if cancel is None:
+        return job.result()
+    failure = job.exception()
+    cancel.turn_result = None if failure else job.result()  # type: ignore[attr-defined]
+    if failure is not None:
+        raise cancel from failure
+    raise cancel

@@ -1,8 +1,9 @@
-"""Metric definitions and Prometheus text rendering, free of actors and I/O.
+"""The actor system's metric definitions and their merged state, free of actors and I/O.
 
-Counters and histograms are accumulated where things happen (web workers, session actors) and
-sent as deltas to the MetricsActor, which merges them with `merge_into`; `render` turns the
-merged state into the Prometheus text exposition format.
+Counters and histogram observations are accumulated where things happen (session actors, the
+registry) and sent as deltas to the MetricsActor, which merges them into a `MetricState`; a
+scrape of /metrics takes its `snapshot()` and prometheus_client renders it
+(brain/web/prometheus.py), beside what the web workers record themselves.
 """
 
 from __future__ import annotations
@@ -11,19 +12,27 @@ import bisect
 from collections.abc import Iterable
 from typing import Any
 
-# name → (type, help)
-DEFINITIONS: dict[str, tuple[str, str]] = {
-    "brain_http_requests_total": ("counter", "HTTP requests answered, by method, route, status"),
-    "brain_turns_total": ("counter", "turns finished, by status and error code"),
-    "brain_effects_total": ("counter", "effect terminals committed, by kind and outcome"),
-    "brain_journal_commit_seconds": ("histogram", "journal commit (write + fdatasync) latency"),
-    "brain_sse_streams_open": ("gauge", "SSE streams open, summed over web workers"),
-    "brain_session_actors_open": ("gauge", "session actors holding a session, or released "
-                                  "in the last 0.25 s and not yet reported"),
-    "brain_turns_suspended": ("gauge", "turns waiting on their model or Tools with no session "
-                              "actor (suspended, to resume by replay)"),
+COUNTERS: dict[str, str] = {
+    "brain_turns_total": "turns finished, by status and error code",
+    "brain_effects_total": "effect terminals committed, by kind and outcome",
 }
 COMMIT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5)
+TURN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+                600.0, 1800.0, 3600.0)
+EFFECT_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                  60.0, 300.0)
+WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# name → (help, bucket upper bounds)
+HISTOGRAMS: dict[str, tuple[str, tuple[float, ...]]] = {
+    "brain_journal_commit_seconds": ("journal commit (write + fdatasync) latency",
+                                     COMMIT_BUCKETS),
+    "brain_turn_duration_seconds": ("turn latency, turn_started to its end, by status "
+                                    "(journal times, millisecond resolution)", TURN_BUCKETS),
+    "brain_effect_duration_seconds": ("effect latency, started to its terminal record, by kind "
+                                      "(journal times, millisecond resolution)", EFFECT_BUCKETS),
+    "brain_admission_wait_seconds": ("time work waited for a session actor in the registry's "
+                                     "admission backlog (0 when one was free)", WAIT_BUCKETS),
+}
 
 LabelKey = tuple[tuple[str, str], ...]
 
@@ -37,21 +46,21 @@ class MetricBatch:
 
     def __init__(self) -> None:
         self.counters: dict[tuple[str, LabelKey], float] = {}
-        self.observations: dict[str, list[float]] = {}
+        self.observations: dict[tuple[str, LabelKey], list[float]] = {}
 
     def inc(self, name: str, amount: float = 1.0, **labels: Any) -> None:
         key = (name, label_key(**labels))
         self.counters[key] = self.counters.get(key, 0.0) + amount
 
-    def observe(self, name: str, value: float) -> None:
-        self.observations.setdefault(name, []).append(value)
+    def observe(self, name: str, value: float, **labels: Any) -> None:
+        self.observations.setdefault((name, label_key(**labels)), []).append(value)
 
-    def absorb(self, counters: dict, observations: dict[str, list[float]]) -> None:
+    def absorb(self, counters: dict, observations: dict) -> None:
         """Add another batch's deltas (what a released session actor handed over)."""
         for key, amount in counters.items():
             self.counters[key] = self.counters.get(key, 0.0) + amount
-        for name, values in observations.items():
-            self.observations.setdefault(name, []).extend(values)
+        for key, values in observations.items():
+            self.observations.setdefault(key, []).extend(values)
 
     def __bool__(self) -> bool:
         return bool(self.counters or self.observations)
@@ -63,67 +72,68 @@ class MetricBatch:
 
 
 class MetricState:
-    """The merged view the MetricsActor keeps."""
+    """The merged view the MetricsActor keeps: counter totals, and per histogram series its
+    bucket counts (not cumulative) followed by the sum and the count."""
 
     def __init__(self) -> None:
         self.counters: dict[tuple[str, LabelKey], float] = {}
-        self.histograms: dict[str, list[float]] = {}  # bucket counts + [sum, count]
-        self.gauges: dict[tuple[str, LabelKey], float] = {}
+        self.histograms: dict[tuple[str, LabelKey], list[float]] = {}
 
-    def merge(self, counters: dict, observations: dict[str, Iterable[float]]) -> None:
+    def merge(self, counters: dict, observations: dict[Any, Iterable[float]]) -> None:
         for key, amount in counters.items():
             self.counters[key] = self.counters.get(key, 0.0) + amount
-        for name, values in observations.items():
-            state = self.histograms.setdefault(name, [0.0] * (len(COMMIT_BUCKETS) + 2))
+        for key, values in observations.items():
+            if not isinstance(key, tuple) or key[0] not in HISTOGRAMS:
+                continue  # a name this Brain does not define: nothing to render it as
+            buckets = HISTOGRAMS[key[0]][1]
+            state = self.histograms.setdefault(key, [0.0] * (len(buckets) + 2))
             for value in values:
-                index = bisect.bisect_left(COMMIT_BUCKETS, value)
-                if index < len(COMMIT_BUCKETS):
+                index = bisect.bisect_left(buckets, value)
+                if index < len(buckets):
                     state[index] += 1
                 state[-2] += value
                 state[-1] += 1
 
-    def set_gauge(self, name: str, value: float, **labels: Any) -> None:
-        self.gauges[(name, label_key(**labels))] = value
+    def snapshot(self) -> dict[str, dict]:
+        """Plain data for a scrape (it crosses to the web worker that asked)."""
+        return {"counters": dict(self.counters),
+                "histograms": {key: list(state) for key, state in self.histograms.items()}}
 
 
-def _labels(key: LabelKey, extra: dict[str, str] | None = None) -> str:
-    pairs = list(key) + sorted((extra or {}).items())
-    if not pairs:
-        return ""
-    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in pairs)
-    return "{" + inner + "}"
+class Latencies:
+    """Start times (journal `at`, epoch ms) of this session's open turn and effects, so their
+    terminal records can be observed as durations. A start this actor did not see (a turn
+    admitted by a web worker, or one carried on after a suspension) is told it by `note`."""
+
+    STARTS = frozenset({"turn_started", "model_call_started", "tool_call_started",
+                        "environment_op_started"})
+
+    def __init__(self) -> None:
+        self.starts: dict[int, int] = {}
+
+    def note(self, records: Iterable[dict[str, Any]]) -> None:
+        for record in records:
+            if record.get("kind") in self.STARTS:
+                self.starts[record["seq"]] = record["at"]
+
+    def observe(self, batch: MetricBatch, record: dict[str, Any]) -> None:
+        kind = record["kind"]
+        began = self.starts.pop(record.get("started"), None)  # type: ignore[arg-type]
+        if began is None:
+            return
+        seconds = max(record["at"] - began, 0) / 1000.0
+        if kind in ("turn_ended", "turn_failed"):
+            batch.observe("brain_turn_duration_seconds", seconds,
+                          status=kind.rsplit("_", 1)[1])
+        elif not kind.startswith("activation_"):
+            batch.observe("brain_effect_duration_seconds", seconds, kind=kind.rsplit("_", 1)[0])
+
+    def clear(self) -> None:
+        self.starts.clear()
 
 
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+def epoch_ms(rfc3339: str) -> int:
+    """An Event's `at` (RFC 3339 UTC with milliseconds) as epoch milliseconds."""
+    from datetime import datetime
 
-
-def render(state: MetricState) -> str:
-    lines: list[str] = []
-    for name, (kind, help_text) in DEFINITIONS.items():
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        if kind == "counter":
-            for (metric, key), value in sorted(state.counters.items()):
-                if metric == name:
-                    lines.append(f"{name}{_labels(key)} {value:g}")
-        elif kind == "gauge":
-            total: dict[LabelKey, float] = {}
-            for (metric, key), value in state.gauges.items():
-                if metric == name:
-                    visible = tuple(p for p in key if p[0] != "source")
-                    total[visible] = total.get(visible, 0.0) + value
-            if not total:
-                total[()] = 0.0
-            for key, value in sorted(total.items()):
-                lines.append(f"{name}{_labels(key)} {value:g}")
-        else:
-            buckets = state.histograms.get(name, [0.0] * (len(COMMIT_BUCKETS) + 2))
-            running = 0.0
-            for bound, count in zip(COMMIT_BUCKETS, buckets, strict=False):
-                running += count
-                lines.append(f'{name}_bucket{{le="{bound:g}"}} {running:g}')
-            lines.append(f'{name}_bucket{{le="+Inf"}} {buckets[-1]:g}')
-            lines.append(f"{name}_sum {buckets[-2]:g}")
-            lines.append(f"{name}_count {buckets[-1]:g}")
-    return "\n".join(lines) + "\n"
+    return round(datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp() * 1000)

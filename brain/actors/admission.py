@@ -77,10 +77,13 @@ class Backlog:
         entry[:0] = [(msg, sender, now) for msg, sender in waiting]
         self._sessions.move_to_end(session_id, last=False)
 
-    def pop(self) -> tuple[str, Waiting]:
-        """The session that has waited longest, and its work in order."""
+    def pop(self) -> tuple[str, Waiting, list[float]]:
+        """The session that has waited longest, its work in order, and how long (seconds)
+        each piece of work waited."""
         session_id, entry = self._sessions.popitem(last=False)
-        return session_id, [(msg, sender) for msg, sender, _ in entry]
+        now = time.monotonic()
+        return (session_id, [(msg, sender) for msg, sender, _ in entry],
+                [now - queued_at for _, _, queued_at in entry])
 
     def expired(self, now: float) -> Iterator[tuple[ToSession, Any]]:
         """Remove and yield every command (never an admitted turn) queued before

@@ -349,17 +349,13 @@ class OutcomeBatch(Message):
 
 @dataclass(frozen=True)
 class MetricsReport(Message):
-    """Any process → MetricsActor: counter deltas, histogram observations, current gauges."""
+    """Session actor or registry → MetricsActor: counter deltas and histogram observations."""
 
     source: str
     counters: dict[Any, float]
-    observations: dict[str, list[float]]
-    gauges: dict[str, float]
+    observations: dict[Any, list[float]]
 
 
 @dataclass(frozen=True)
 class MetricsScrape(Message):
-    """Web → MetricsActor (via the registry's count of open session actors)."""
-
-    session_actors_open: int
-    turns_suspended: int = 0  # the registry's suspended turns (their actors let go)
+    """Web → MetricsActor: answered with the merged state's snapshot (brain/metrics.py)."""

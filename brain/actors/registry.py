@@ -181,6 +181,7 @@ class Registry(PoolForks, TracedDispatcher):
                 self._ask_for_reports()
                 self._park_everything()
             return
+        self._observe("brain_admission_wait_seconds", 0.0)  # an actor was free
         self._forward(self._open(msg.session_id), msg, sender)
 
     def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
@@ -259,7 +260,9 @@ class Registry(PoolForks, TracedDispatcher):
     def _serve_backlog(self) -> None:
         """Hand idle actors to the sessions that waited longest, while capacity lasts."""
         while self._backlog and self._can_open():
-            session_id, waiting = self._backlog.pop()
+            session_id, waiting, waited = self._backlog.pop()
+            for seconds in waited:
+                self._observe("brain_admission_wait_seconds", seconds)
             slot = self._open(session_id)
             for msg, sender in waiting:
                 self._forward(slot, msg, sender)
@@ -359,11 +362,16 @@ class Registry(PoolForks, TracedDispatcher):
             self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
         self._metrics.absorb(msg.counters, msg.observations)
 
+    def _observe(self, name: str, value: float) -> None:
+        if not self._metrics:
+            self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
+        self._metrics.observe(name, value)
+
     def _flush_metrics(self) -> None:
         counters, observations = self._metrics.take()
         metrics = self._services.get(METRICS_GLOBAL_NAME)
         if metrics is not None and (counters or observations):
-            self.send(metrics, MetricsReport("released-sessions", counters, observations, {}))
+            self.send(metrics, MetricsReport("released-sessions", counters, observations))
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
         self._pool.lost(msg.childAddress)

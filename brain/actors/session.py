@@ -58,7 +58,7 @@ from brain.actors.session_suspension import SuspendingSession
 from brain.damage_report import forget_damage
 from brain.journal import JournalLocked, JournalWriter
 from brain.live import LivePublisher
-from brain.metrics import MetricBatch
+from brain.metrics import Latencies, MetricBatch
 from brain.sessions import core
 from brain.sessions.state import (
     REGISTRY,
@@ -126,6 +126,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         self.stopper: Any = None  # the running activation's ActivationStopper
         self.activation = 0  # the running activation's number
         self.metrics = MetricBatch()
+        self.latencies = Latencies()
 
     def trace_session_id(self) -> str | None:
         return self.core.session_id if self.core is not None else None
@@ -351,7 +352,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         metrics = self.services.get(METRICS_GLOBAL_NAME)
         if metrics is not None:
             self.send(metrics, MetricsReport(f"session-{self.core.session_id}", counters,
-                                             observations, {}))
+                                             observations))
 
 
 def _limits(settings: Settings) -> Limits:

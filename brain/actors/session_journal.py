@@ -26,7 +26,7 @@ from brain.journal import (
 )
 from brain.journal.errors import WriterBroken
 from brain.journal.events import is_public, transcript_length_after
-from brain.metrics import MetricBatch
+from brain.metrics import Latencies, MetricBatch, epoch_ms
 from brain.sessions import core
 from brain.sessions.abandon import waiting_clients
 from brain.sessions.environments import environments_set_up
@@ -57,6 +57,7 @@ class SessionJournal:
     writer: JournalWriter | None
     core: Any
     metrics: MetricBatch
+    latencies: Latencies
     live: Any
     session_dir: Path
     note_committed: Any  # session_suspension.py: a resumption's history takes each batch
@@ -93,6 +94,8 @@ class SessionJournal:
                 or not admitted_in_this_run(self.session_dir, self.settings.boot_id, sequence):
             return None
         started = next(SessionReader(self.session_dir).events_after(sequence - 1))
+        self.latencies.note([{"kind": "turn_started", "seq": sequence,
+                              "at": epoch_ms(started["at"])}])
         return AdmittedTurn(sequence, started["data"]["input"])
 
     def _open_for(self, command: Any, suspended: Any = None
@@ -134,6 +137,7 @@ class SessionJournal:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+        self.latencies.clear()  # its starts are numbered in this session's journal only
 
     def _commit(self, records: tuple[dict[str, Any], ...]) -> None:
         """Append one batch (one write, one fdatasync) exactly as the core numbered it."""
@@ -147,8 +151,11 @@ class SessionJournal:
             raise JournalError(f"the session core numbered {records[-1]['seq']}, the journal "
                                f"{committed[-1]['seq']}")
         self.note_committed(committed)
+        self.latencies.note(committed)
         for record in committed:
             count_record(self.metrics, record)
+            if "started" in record:
+                self.latencies.observe(self.metrics, record)
         self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
         if has_public_event(committed, self.core.projection):
             self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync

@@ -67,6 +67,7 @@ class SuspendingSession:
         history, self.writer.history = self.writer.history, None  # the writer keeps none
         if history is None:  # the checkpoint is newer than the turn: read it from the start
             history = read_timeline(self.session_dir / "journal", suspended.sequence)
+        self.latencies.note(history[1])  # type: ignore[attr-defined]
         self._timeline = history  # its records list takes each later commit (note_committed)
 
     def note_committed(self, committed: list[dict[str, Any]]) -> None:

@@ -12,6 +12,12 @@ import resource
 from brain.actors.identity import read_run_record
 from brain.logs import gunicorn_logconfig, json_logs
 from brain.settings import Settings
+from brain.web.multiproc import (
+    MULTIPROC_ENV,
+    mark_worker_dead,
+    multiproc_dir,
+    prepare_multiproc_dir,
+)
 
 
 def raise_descriptor_limit(wanted: int) -> None:
@@ -32,6 +38,21 @@ if not _settings.boot_id:
     if _record is not None and _record.identity.startswith(f"{_settings.data_path} "):
         os.environ["BRAIN_ACTOR_PORT"] = str(_record.actor_port)
         os.environ["BRAIN_BOOT_ID"] = _record.identity.rpartition(" boot=")[2]
+
+# prometheus_client's multiprocess mode: its value class is chosen when a process first imports
+# it, so the directory is named here, in the master, before any worker forks (and imports it).
+os.environ[MULTIPROC_ENV] = str(multiproc_dir(_settings.data_path))
+
+
+def on_starting(server: object) -> None:
+    """Once per master, before the first worker: no file of an earlier run counts again."""
+    prepare_multiproc_dir(multiproc_dir(_settings.data_path))
+
+
+def child_exit(server: object, worker: object) -> None:
+    """A worker that exited no longer counts in the `livesum` gauges (open SSE streams)."""
+    mark_worker_dead(worker.pid)  # type: ignore[attr-defined]
+
 
 bind = _settings.listen
 worker_class = "gevent"

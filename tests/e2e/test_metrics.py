@@ -1,45 +1,70 @@
-"""GET /metrics: Prometheus text with requests, turns, effects, commit latency, SSE streams."""
+"""GET /metrics: prometheus_client's text, parsed with its parser, after real turns: requests,
+turns, effects, latency histograms, SSE streams and the registry's gauges."""
 
 from __future__ import annotations
 
-import re
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.server import BrainServer
 from tests.support.sse import SseClient
 from tests.support.waiting import wait_for
 
+Samples = dict[tuple[str, frozenset], float]
 
-def sample(text: str, name: str, labels: str = "") -> float | None:
-    selector = re.escape(name) + (re.escape("{" + labels + "}") if labels else "")
-    pattern = r"^" + selector + r" (\S+)$"
-    match = re.search(pattern, text, re.MULTILINE)
-    return float(match.group(1)) if match else None
+
+def scrape(s: BrainServer) -> tuple[dict[str, str], Samples]:
+    resp = s.request("GET", "/metrics")
+    assert resp.status_code == 200
+    assert resp.headers["Content-Type"].startswith("text/plain")
+    types: dict[str, str] = {}
+    samples: Samples = {}
+    for family in text_string_to_metric_families(resp.text):
+        types[family.name] = family.type
+        for sample in family.samples:
+            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return types, samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float | None:
+    return samples.get((name, frozenset(labels.items())))
 
 
 def test_metrics_count_what_happened(brain_server: BrainServer) -> None:
     s = brain_server
+    _, before = scrape(s)
+    assert value(before, "brain_turns_total", code="", status="ended") in (None, 0.0)
     sid = s.create_session()["id"]
     for _ in range(2):
         assert s.send(sid, "count me")["status"] == "ended"
     follower = SseClient("127.0.0.1", s.port, f"/v1/sessions/{sid}/events", s.token)
     try:
-        def scraped() -> str | None:
-            resp = s.request("GET", "/metrics")
-            assert resp.status_code == 200
-            assert resp.headers["Content-Type"].startswith("text/plain")
-            text = resp.text
-            ready = (sample(text, "brain_turns_total", 'code="",status="ended"') == 2
-                     and sample(text, "brain_sse_streams_open") == 1)
-            return text if ready else None
+        def scraped() -> tuple[dict[str, str], Samples] | None:
+            types, samples = scrape(s)
+            ready = (value(samples, "brain_turns_total", code="", status="ended") == 2
+                     and value(samples, "brain_sse_streams_open") == 1)
+            return (types, samples) if ready else None
 
-        text = wait_for(scraped, timeout=20, interval=0.5, what="metrics flushed")
+        types, samples = wait_for(scraped, timeout=20, interval=0.5, what="metrics flushed")
     finally:
         follower.close()
-    assert sample(text, "brain_effects_total", 'kind="model_call",outcome="ok"') == 2
-    assert sample(text, "brain_journal_commit_seconds_count") >= 12
-    assert sample(text, "brain_journal_commit_seconds_sum") > 0
-    sends = sample(text, "brain_http_requests_total",
-                   'method="POST",route="/v1/sessions/{session_id}/messages",status="200"')
+    assert value(samples, "brain_effects_total", kind="model_call", outcome="ok") == 2
+    sends = value(samples, "brain_http_requests_total", method="POST",
+                  route="/v1/sessions/{session_id}/messages", status="200")
     assert sends == 2
-    assert "# TYPE brain_journal_commit_seconds histogram" in text
+    assert types["brain_turns"] == "counter" and types["brain_http_requests"] == "counter"
+    assert types["brain_effects"] == "counter"
+    for name in ("brain_journal_commit_seconds", "brain_turn_duration_seconds",
+                 "brain_effect_duration_seconds", "brain_admission_wait_seconds"):
+        assert types[name] == "histogram", name
+    assert value(samples, "brain_journal_commit_seconds_count") >= 12
+    assert value(samples, "brain_journal_commit_seconds_sum") > 0
+    assert value(samples, "brain_turn_duration_seconds_count", status="ended") == 2
+    assert value(samples, "brain_turn_duration_seconds_bucket", status="ended",
+                 le="+Inf") == 2
+    assert value(samples, "brain_effect_duration_seconds_count", kind="model_call") == 2
+    assert value(samples, "brain_admission_wait_seconds_count") >= 1
+    for name in ("brain_sse_streams_open", "brain_session_actors_open", "brain_turns_suspended"):
+        assert types[name] == "gauge", name
+    assert value(samples, "brain_turns_suspended") == 0
+    assert value(samples, "brain_session_actors_open") is not None
     assert s.request("GET", "/metrics", token=None).status_code == 401

@@ -1,41 +1,34 @@
-"""GET /metrics (Prometheus text) and the web worker's own counters."""
+"""GET /metrics (Prometheus text, by prometheus_client) and the web worker's own metrics."""
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from typing import Any
 
 import falcon
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from brain import errors
-from brain.actors.messages import (
-    METRICS_GLOBAL_NAME,
-    REGISTRY_GLOBAL_NAME,
-    MetricsReport,
-    MetricsScrape,
-)
-from brain.metrics import MetricBatch
+from brain.actors.messages import METRICS_GLOBAL_NAME, REGISTRY_GLOBAL_NAME, MetricsScrape
 from brain.web.background import spawn_background
 from brain.web.contract import Answer, operation
 from brain.web.gateway import ActorGateway
 from brain.web.live_hub import LiveHub
+from brain.web.prometheus import HTTP_REQUESTS, SSE_STREAMS, render
 
 log = logging.getLogger(__name__)
 
-FLUSH_SECS = 2.0
-PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+GAUGE_SECS = 2.0
 
 
 class WorkerMetrics:
-    """Counts this worker's requests and sends them, with its open SSE streams, every 2 s."""
+    """Counts this worker's requests, and every 2 s sets its gauge of open SSE streams."""
 
     def __init__(self, gateway: ActorGateway, hub: LiveHub) -> None:
         self.gateway = gateway
         self.hub = hub
-        self.batch = MetricBatch()
         self._started = False
         self._lock = threading.Lock()
 
@@ -43,8 +36,7 @@ class WorkerMetrics:
                          req_succeeded: bool) -> None:
         route = req.uri_template or "unmatched"
         status = resp.status if isinstance(resp.status, int) else str(resp.status).split()[0]
-        self.batch.inc("brain_http_requests_total", method=req.method, route=route,
-                       status=status)
+        HTTP_REQUESTS.labels(method=req.method, route=route, status=str(status)).inc()
         if not self._started:
             self._start()
 
@@ -53,21 +45,15 @@ class WorkerMetrics:
             if self._started:
                 return
             self._started = True
-        spawn_background(self._flush_forever, "metrics-flush")
+        spawn_background(self._gauge_forever, "metrics-gauge")
 
-    def _flush_forever(self) -> None:
-        from brain.actors.metrics_actor import MetricsActor
-
-        source = f"web-{os.getpid()}"
+    def _gauge_forever(self) -> None:
         while True:
-            time.sleep(FLUSH_SECS)
-            counters, observations = self.batch.take()
-            report = MetricsReport(source, counters, observations,
-                                   {"brain_sse_streams_open": self.hub.subscriber_count()})
             try:
-                self.gateway.tell_global(METRICS_GLOBAL_NAME, MetricsActor, report)
+                SSE_STREAMS.set(self.hub.subscriber_count())
             except Exception:
-                log.warning("metrics flush failed", exc_info=True)
+                log.warning("metrics gauge failed", exc_info=True)
+            time.sleep(GAUGE_SECS)
 
 
 class MetricsResource:
@@ -82,10 +68,10 @@ class MetricsResource:
         from brain.actors.registry import Registry
 
         stats = self.gateway.ask_global(REGISTRY_GLOBAL_NAME, Registry, "stats") or {}
-        text = self.gateway.ask_global(METRICS_GLOBAL_NAME, MetricsActor,
-                                       MetricsScrape(stats.get("open_sessions", 0),
-                                                     stats.get("suspended_turns", 0)))
-        if not isinstance(text, str):
+        snapshot = self.gateway.ask_global(METRICS_GLOBAL_NAME, MetricsActor, MetricsScrape())
+        if not isinstance(snapshot, dict):
             raise errors.Internal("metrics are not available right now")
-        resp.content_type = PROMETHEUS_TEXT
-        resp.text = text
+        gauges = {"brain_session_actors_open": stats.get("open_sessions", 0),
+                  "brain_turns_suspended": stats.get("suspended_turns", 0)}
+        resp.content_type = CONTENT_TYPE_LATEST
+        resp.data = render(snapshot, gauges)

@@ -161,6 +161,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("trace_all", "BRAIN_TRACE_ALL", False, _flag,
             "with BRAIN_TRACE: trace housekeeping too (metrics flushes, watch wake-ups, pool "
             "refills, probes)"),
+    Setting("otel", "BRAIN_OTEL", False, _flag,
+            "export OpenTelemetry spans (HTTP requests, turns, activations, effects, journal "
+            "commits) over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT; needs the `otel` extra "
+            "(docs/operations.md, \"Tracing with OpenTelemetry\")"),
     Setting("log_format", "BRAIN_LOG_FORMAT", "text", _log_format,
             "`text` (lines for a terminal) or `json` (one object a line, with request id, "
             "session id and sequence where known)"),
@@ -227,6 +231,7 @@ class Settings:
     drain_secs: int
     trace: Path | None
     trace_all: bool
+    otel: bool
     log_format: str
     telemetry_sink: Path | None
     config: Path | None

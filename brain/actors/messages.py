@@ -49,6 +49,7 @@ class CreateSession(Message):
 class StartTurn(Message):
     input: Any
     mode: str  # "send" waits for the turn; "submit" is answered once turn_started is durable
+    traceparent: str | None = None  # BRAIN_OTEL: the W3C trace context the turn continues
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ from brain.actors.messages import (
     Reply,
     ReportRelease,
     RunAdmitted,
+    StartTurn,
     ToSession,
 )
 from brain.actors.proctitle import rename_actor_process
@@ -78,6 +79,7 @@ from brain.sessions.state import (
     new_session,
 )
 from brain.settings import Settings
+from brain.tracing import otel
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,12 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
     def _fresh_session_state(self) -> None:
         """Everything that belongs to one session, as before its first command."""
         self.core: SessionState | None = None  # set by the first command, which names the id
+        spans = getattr(self, "otel_spans", None)
+        if spans is not None:
+            spans.drop("released")
+        # BRAIN_OTEL: the spans of the session's turns, from its commits (brain/tracing/otel.py)
+        self.otel_spans = otel.SessionSpans(self.settings.data_path) \
+            if otel.tracer() is not None else None
         self.guest_calls: dict[int, PendingGuestCall] = {}
         self.next_call_id = 0
         self.stopper: Any = None  # the running activation's ActivationStopper
@@ -148,6 +156,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             rename_actor_process(f"session {msg.session_id}")
             self.core = self._new_core(msg.session_id)
         handled = self.core.handled
+        if self.otel_spans is not None and isinstance(msg.command, StartTurn):
+            self.otel_spans.pending_parent = msg.command.traceparent
         try:
             refused, set_up = self._open_for(msg.command, self.suspension_for(msg))
             self._step(Command(msg, refused, set_up))
@@ -160,6 +170,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             if self.core is not None and self.core.handled == handled:
                 # Counted and answered all the same: the registry's release count stays exact.
                 self._step(Command(msg, errors.Internal("internal error")))
+        if self.otel_spans is not None:  # a turn it started took it; a refused one leaves none
+            self.otel_spans.pending_parent = None
 
     def _hand_back(self, session_id: str, command: RunAdmitted) -> None:
         """The journal of an admitted turn stayed locked through the open's bounded wait: give

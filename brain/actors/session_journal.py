@@ -72,6 +72,7 @@ class SessionJournal:
     _step: Any
     _new_core: Any
     _fresh_session_state: Any
+    otel_spans: Any
 
     def _open_writer(self, journal_dir: Path, history_from: int | None = None) -> JournalWriter:
         """A web worker admitting a turn holds the lock for a few milliseconds
@@ -142,6 +143,7 @@ class SessionJournal:
     def _commit(self, records: tuple[dict[str, Any], ...]) -> None:
         """Append one batch (one write, one fdatasync) exactly as the core numbered it."""
         began = time.perf_counter()
+        began_ns = time.time_ns()
         try:
             committed = self.writer.append(list(records), at=records[0]["at"])
         except (WriterBroken, OSError) as exc:
@@ -157,6 +159,8 @@ class SessionJournal:
             if "started" in record:
                 self.latencies.observe(self.metrics, record)
         self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
+        if self.otel_spans is not None:
+            self.otel_spans.committed(self.core.session_id, committed, began_ns, time.time_ns())
         if has_public_event(committed, self.core.projection):
             self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
 

@@ -67,6 +67,9 @@ class SuspendingSession:
         history, self.writer.history = self.writer.history, None  # the writer keeps none
         if history is None:  # the checkpoint is newer than the turn: read it from the start
             history = read_timeline(self.session_dir / "journal", suspended.sequence)
+        spans = self.otel_spans  # type: ignore[attr-defined]
+        if spans is not None:
+            spans.resume(self.core.session_id, suspended.sequence)
         self.latencies.note(history[1])  # type: ignore[attr-defined]
         self._timeline = history  # its records list takes each later commit (note_committed)
 
@@ -86,6 +89,9 @@ class SuspendingSession:
             self._void_activations.add(self.activation)
             self.stopper = None
         turn = self.core.turn
+        spans = self.otel_spans  # type: ignore[attr-defined]
+        if spans is not None:
+            spans.suspend(self.core.session_id, turn.sequence)
         self.trace_mark(self.core.session_id,  # type: ignore[attr-defined]
                         f"turn {turn.sequence} suspended (its instance dropped)")
 
@@ -110,5 +116,8 @@ class SuspendingSession:
         self.trace_mark(core.session_id,  # type: ignore[attr-defined]
                         f"turn {resume.turn} resumed: a fresh instance replays "
                         f"{len(history.records)} records")
+        spans = self.otel_spans  # type: ignore[attr-defined]
+        if spans is not None:
+            spans.resumed_activation(core.session_id, resume.turn, resume.activation)
         self.start_agentloop(resume.turn, resume.agentloop, payload, deadline,  # type: ignore
                              replay)

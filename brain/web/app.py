@@ -11,6 +11,7 @@ import falcon
 from brain.config import BrainConfig
 from brain.operator_token import read_operator_token
 from brain.settings import Settings
+from brain.tracing import otel
 from brain.web import errors as web_errors
 from brain.web.forwarding import ForwardingMiddleware
 from brain.web.gateway import ActorGateway
@@ -19,6 +20,7 @@ from brain.web.live_hub import LiveHub
 from brain.web.members import Convention
 from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddleware
 from brain.web.openapi import OpenApiResource, openapi_document
+from brain.web.otel_middleware import OtelMiddleware
 from brain.web.resources.console import ConsoleAssetResource, ConsolePageResource
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
@@ -41,6 +43,7 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
         # before its Idempotency-Key is claimed; the claim must be the last step before work.
         # A request about another member's session is forwarded before all of that.
         middleware=[RequestIdMiddleware(),
+                    *([OtelMiddleware()] if otel.enabled() else []),  # BRAIN_OTEL
                     *([ForwardingMiddleware(convention)] if convention is not None else []),
                     AuthMiddleware(operator_token, settings.sessions_path),
                     DrainMiddleware(settings.data_path), worker_metrics,

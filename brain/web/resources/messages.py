@@ -6,6 +6,7 @@ import falcon
 
 from brain.actors.messages import StartTurn
 from brain.settings import Settings
+from brain.tracing import otel
 from brain.web.admission import Admission
 from brain.web.bodies import MESSAGE_BODY_LIMIT
 from brain.web.contract import WRITE_ERRORS, Answer, operation
@@ -70,11 +71,12 @@ class MessagesResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         path = session_dir(self.settings, session_id)
         turn_input = req.context.body["input"]
+        parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
         if respond_async(req):
             # Admitted here when no actor holds the session; else its actor decides.
             receipt = self.admission.submit(path, turn_input)
             if receipt is None:
-                receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit"),
+                receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit", parent),
                                                SUBMIT_TIMEOUT_SECS)
             resp.status = falcon.HTTP_202
             resp.set_header("Preference-Applied", "respond-async")
@@ -83,4 +85,5 @@ class MessagesResource:
             return
         max_secs = self.settings.max_turn_secs
         timeout = max_secs + TURN_REPLY_MARGIN_SECS if max_secs else None
-        resp.media = self.gateway.request(session_id, StartTurn(turn_input, "send"), timeout)
+        resp.media = self.gateway.request(session_id, StartTurn(turn_input, "send", parent),
+                                          timeout)

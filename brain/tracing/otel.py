@@ -1,0 +1,247 @@
+"""OpenTelemetry spans (BRAIN_OTEL=1), exported by opentelemetry-sdk over OTLP/HTTP.
+
+The `otel` extra brings the SDK; with BRAIN_OTEL unset, `tracer()` is None, callers do nothing
+and opentelemetry is never imported. The exporter reads the standard OTEL_* variables
+(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_BSP_SCHEDULE_DELAY, ...).
+
+Every process (each web worker, each actor) makes its own provider on first use, and again
+after a fork. No span is ever made current: each is parented explicitly, and a parent crosses
+a process boundary as a W3C `traceparent` string (an optional field of `StartTurn`).
+Attributes name sessions and sequences, never message text nor secrets.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+_UNSET = object()
+_tracer: Any = _UNSET
+_pid = 0
+
+
+def enabled() -> bool:
+    """BRAIN_OTEL, read as brain/settings.py reads it."""
+    return os.environ.get("BRAIN_OTEL", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def tracer() -> Any:
+    """This process's OpenTelemetry tracer, made on first use; None when BRAIN_OTEL is off."""
+    global _tracer, _pid
+    if _tracer is not _UNSET and _pid == os.getpid():
+        return _tracer
+    _pid = os.getpid()
+    _tracer = None
+    if enabled():
+        try:
+            _tracer = _make_tracer()
+        except Exception as exc:  # tracing never takes Brain down: say so, export nothing
+            print(f"brain: BRAIN_OTEL: {exc}; not exporting spans", file=sys.stderr,
+                  flush=True)
+    return _tracer
+
+
+def _make_tracer() -> Any:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    resource = Resource.create({} if os.environ.get("OTEL_SERVICE_NAME")
+                               else {"service.name": "brain"})
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider.get_tracer("brain")
+
+
+def parent_context(parent: Any) -> Any:
+    """The context to start a child in: of a span, of a `traceparent` string, or none."""
+    if parent is None:
+        return None
+    if isinstance(parent, str):
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        return TraceContextTextMapPropagator().extract({"traceparent": parent})
+    from opentelemetry import trace
+
+    return trace.set_span_in_context(parent)
+
+
+def start(name: str, parent: Any = None, attributes: dict[str, Any] | None = None,
+          start_ns: int | None = None, kind: str | None = None) -> Any:
+    """A started span (end it with `end`), or None when BRAIN_OTEL is off."""
+    out = tracer()
+    if out is None:
+        return None
+    try:
+        span_kind = None
+        if kind is not None:
+            from opentelemetry.trace import SpanKind
+
+            span_kind = getattr(SpanKind, kind)
+        extra = {"kind": span_kind} if span_kind is not None else {}
+        return out.start_span(name, context=parent_context(parent),
+                              attributes=attributes or {}, start_time=start_ns, **extra)
+    except Exception:
+        return None
+
+
+def end(span: Any, attributes: dict[str, Any] | None = None, error: str | None = None,
+        end_ns: int | None = None) -> None:
+    if span is None:
+        return
+    try:
+        if attributes:
+            span.set_attributes(attributes)
+        if error is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.end(end_time=end_ns)
+    except Exception:
+        pass
+
+
+def traceparent(span: Any) -> str | None:
+    """The W3C traceparent of `span`, to carry it to another process."""
+    if span is None:
+        return None
+    ctx = span.get_span_context()
+    if not ctx.is_valid:
+        return None
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+
+
+class SessionSpans:
+    """The spans of one session actor, following its committed records.
+
+    A `*_started` record starts a span (turn, activation, model/tool call, environment op),
+    the record that names it as `started` ends it; each commit is a span of its own under the
+    innermost open one. A turn's span is a child of the traceparent its `StartTurn` carried.
+
+    A suspended turn's spans end at its suspension (`brain.left_open`), and its span's
+    traceparent waits in `run/otel/SESSION` for the actor that resumes it: the resumed
+    activation and the commits up to the turn's end are its children, in the same trace.
+    """
+
+    def __init__(self, data_path: Path) -> None:
+        self.kept = data_path / "run" / "otel"
+        self.open: dict[int, Any] = {}  # started seq -> span
+        self.turn: Any = None
+        self.activation: Any = None
+        self.pending_parent: str | None = None  # the traceparent of the StartTurn in hand
+        self.resumed: tuple[int, str] | None = None  # a suspended turn's (sequence, span)
+
+    def committed(self, session_id: str, records: list[dict[str, Any]], began_ns: int,
+                  ended_ns: int) -> None:
+        """`records` are durable: the spans they start and end, and the commit's own."""
+        try:
+            self._committed(session_id, records, began_ns, ended_ns)
+        except Exception:
+            pass  # tracing never takes Brain down (the records are durable all the same)
+
+    def _committed(self, session_id: str, records: list[dict[str, Any]], began_ns: int,
+                   ended_ns: int) -> None:
+        within = None  # the innermost span open when the commit ends one: its parent
+        for record in records:
+            kind = record.get("kind", "")
+            seq = record.get("seq")
+            attrs = {"brain.session_id": session_id, "brain.sequence": seq,
+                     "brain.record": kind}
+            if kind.endswith("_started"):
+                if kind == "turn_started":
+                    parent = self.pending_parent
+                    self.pending_parent = None
+                elif kind == "activation_started":
+                    parent = self.turn if self.turn is not None else self.pending_parent
+                else:
+                    parent = self.activation or self.turn
+                name = _SPAN_NAMES.get(kind, kind.removesuffix("_started"))
+                span = start(name, parent, attrs, began_ns)
+                if span is None:
+                    continue
+                self.open[seq] = span
+                if kind == "turn_started":
+                    self.turn = span
+                elif kind == "activation_started":
+                    self.activation = span
+            elif isinstance(record.get("started"), int) and record["started"] in self.open:
+                if within is None:
+                    within = self.activation or self.turn
+                span = self.open.pop(record["started"])
+                error = kind if kind.endswith(("_failed", "_cancelled", "_interrupted")) else None
+                end(span, {"brain.end_sequence": seq, "brain.end_record": kind}, error,
+                    ended_ns)
+                if span is self.activation:
+                    self.activation = None
+                if span is self.turn:
+                    self.turn = None
+            elif kind in ("turn_ended", "turn_failed") and self.resumed is not None \
+                    and record.get("started") == self.resumed[0]:
+                self._forget(session_id)
+        parent = within or self.activation or self.turn or \
+            (self.resumed[1] if self.resumed is not None else None) or self.pending_parent
+        commit = start("journal commit", parent,
+                       {"brain.session_id": session_id,
+                        "brain.first_sequence": records[0].get("seq"),
+                        "brain.last_sequence": records[-1].get("seq"),
+                        "brain.records": len(records)}, began_ns)
+        end(commit, end_ns=ended_ns)
+
+    def suspend(self, session_id: str, turn: int) -> None:
+        """The turn is suspended: its spans end here, and its span's traceparent is kept."""
+        parent = traceparent(self.open.get(turn)) or \
+            (self.resumed[1] if self.resumed is not None else None)
+        if parent is not None:
+            try:
+                self.kept.mkdir(parents=True, exist_ok=True)
+                (self.kept / session_id).write_text(f"{turn} {parent}\n")
+            except OSError:
+                pass  # tracing never takes Brain down: the resumed part is a trace of its own
+        self.drop("suspended")
+
+    def resume(self, session_id: str, turn: int) -> None:
+        """An open with `turn` suspended: its kept traceparent is the parent from now on."""
+        try:
+            seq, parent = (self.kept / session_id).read_text().split()
+        except (OSError, ValueError):
+            return
+        if int(seq) == turn:
+            self.resumed = (turn, parent)
+
+    def resumed_activation(self, session_id: str, turn: int, activation: int) -> None:
+        """The suspended turn's activation runs again, in a fresh instance."""
+        parent = self.resumed[1] if self.resumed is not None and self.resumed[0] == turn \
+            else None
+        span = start("activation", parent, {"brain.session_id": session_id,
+                                            "brain.sequence": activation,
+                                            "brain.resumed": True})
+        if span is not None:
+            self.open[activation] = self.activation = span
+
+    def _forget(self, session_id: str) -> None:
+        self.resumed = None
+        try:
+            (self.kept / session_id).unlink()
+        except OSError:
+            pass
+
+    def drop(self, why: str) -> None:
+        """The actor lets the session go (released, suspended, abandoned): end what is open."""
+        for span in self.open.values():
+            end(span, {"brain.left_open": why})
+        self.open.clear()
+        self.turn = self.activation = None
+        self.pending_parent = None
+        self.resumed = None
+
+
+_SPAN_NAMES = {
+    "turn_started": "turn",
+    "activation_started": "activation",
+    "model_call_started": "model call",
+    "tool_call_started": "tool call",
+    "environment_op_started": "environment op",
+}

@@ -1,12 +1,13 @@
 """The web tier's Prometheus metrics, and the /metrics rendering with prometheus_client.
 
 Each gunicorn worker records its own metrics (requests, open SSE streams) in prometheus_client's
-multiprocess mode: the master sets PROMETHEUS_MULTIPROC_DIR (in /dev/shm, see brain/web/multiproc.py;
-emptied when it starts) before any worker forks, every worker writes its own files there, a scrape sums
-them with `MultiProcessCollector`, and the `child_exit` hook marks a dead worker's gauges gone
-(brain/web/gunicorn_conf.py, brain/web/multiproc.py). The actor system's metrics (turns,
-effects, latencies) come from the MetricsActor's snapshot, through `ActorCollector`; the two
-gauges of the registry (session actors open, turns suspended) are read from its stats.
+multiprocess mode: the master sets PROMETHEUS_MULTIPROC_DIR (in /dev/shm, see
+brain/web/multiproc.py; emptied when it starts) before any worker forks, every worker writes
+its own files there, a scrape sums them with `MultiProcessCollector`, and the `child_exit` hook
+marks a dead worker's gauges gone (brain/web/gunicorn_conf.py, brain/web/multiproc.py). The
+actor system's metrics (turns, effects, latencies) come from the MetricsActor's snapshot,
+through `ActorCollector`; the two gauges of the registry (session actors open, turns
+suspended) are read from its stats.
 """
 
 from __future__ import annotations

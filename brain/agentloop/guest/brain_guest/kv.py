@@ -6,8 +6,6 @@ from typing import Any
 
 from brain_guest._host import call
 
-_MISSING: Any = object()
-
 
 def read(key: str, default: Any = None) -> Any:
     """The value under `key`, or `default` when the key is missing (a stored null is None)."""

@@ -56,6 +56,9 @@ NotFound = _error("not_found", 404,
 SessionBusy = _error("session_busy", 409, "another turn is active")
 SessionEnded = _error("session_ended", 409, "the session is ended")
 SessionActive = _error("session_active", 409, "the session must be ended before it is deleted")
+ForkInsideTurn = _error("fork_inside_turn", 409,
+                        "a fork's `at_sequence` falls inside a turn (from its turn_started to "
+                        "the record that ends it)")
 IdempotencyConflict = _error("idempotency_conflict", 409,
                              "the Idempotency-Key was used with another request")
 RequestInProgress = _error("request_in_progress", 409,
@@ -66,6 +69,8 @@ AlreadyAnswered = _error("already_answered", 409, "the host call was answered al
 PayloadTooLarge = _error("payload_too_large", 413, "the body exceeds this route's limit")
 UnsupportedMediaType = _error("unsupported_media_type", 415,
                               "a body that is not application/json")
+SequenceBeyondEnd = _error("sequence_beyond_end", 422,
+                           "a fork's `at_sequence` is past the session's last committed record")
 SessionDamaged = _error("session_damaged", 500,
                         "the session's journal is refused (see `brain journal verify`)")
 TeardownFailed = _error("teardown_failed", 502, "an Environment could not be torn down")

@@ -41,8 +41,13 @@ class Message:
 
 @dataclass(frozen=True)
 class CreateSession(Message):
+    """A new session: its resolved config and seed transcript. A fork (brain/sessions/fork.py)
+    also carries the parent's kv and `forked_from {session_id, sequence}`, its first record."""
+
     config: dict[str, Any]
     transcript: list[dict[str, Any]]
+    kv: dict[str, Any] = field(default_factory=dict)
+    forked_from: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

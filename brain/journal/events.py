@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 PUBLIC_RECORDS = frozenset({
-    "session_created", "session_failed", "session_ending", "session_ended",
+    "forked_from", "session_created", "session_failed", "session_ending", "session_ended",
     "turn_started", "turn_ended", "turn_failed", "cancel_requested",
     "activation_started", "activation_ended", "activation_failed",
     "model_call_started", "model_call_ended", "model_call_failed",

@@ -266,6 +266,7 @@ _FOLDERS: dict[str, Callable[[ProjectionBuilder, dict[str, Any], dict[str, Any]]
     "session_ending": ProjectionBuilder._session_ending,
     "session_ended": ProjectionBuilder._session_ended,
     "session_failed": ProjectionBuilder._session_failed,
+    "forked_from": ProjectionBuilder._no_change,
     "cancel_requested": ProjectionBuilder._no_change,
     "extension_event": ProjectionBuilder._no_change,
 }

@@ -174,9 +174,12 @@ def _create(tx: Tx, who: Requester, command: Command) -> None:
     create: CreateSession = command.delivered.command
     transcript = create.transcript
     batch = [records.session_created(create.config, len(transcript))]
+    if create.forked_from is not None:  # a fork's journal names its parent first
+        batch.insert(0, records.forked_from(**create.forked_from))
     if transcript:
         batch.append(records.transcript_changed(
             {"start": 0, "items": transcript, "length": len(transcript)}))
+    batch.extend(records.kv_put(key, value) for key, value in create.kv.items())
     tx.commit(*batch)
     if not _begin_environments(tx, "setup", who):
         _finish_create(tx, who, ())

@@ -32,6 +32,11 @@ def session_created(config: dict[str, Any], seeded: int) -> Record:
     return {"kind": "session_created", "config": config, "seeded": seeded}
 
 
+def forked_from(session_id: str, sequence: int) -> Record:
+    """The first record of a fork: the session and record whose state it starts from."""
+    return {"kind": "forked_from", "session_id": session_id, "sequence": sequence}
+
+
 def session_ending() -> Record:
     return {"kind": "session_ending"}
 

@@ -22,6 +22,7 @@ from brain.web.middleware import AuthMiddleware, DrainMiddleware, RequestIdMiddl
 from brain.web.openapi import OpenApiResource, openapi_document
 from brain.web.otel_middleware import OtelMiddleware
 from brain.web.resources.console import ConsoleAssetResource, ConsolePageResource
+from brain.web.resources.forks import ForksResource
 from brain.web.resources.health import HealthResource, ReadyResource
 from brain.web.resources.history import EventsResource, TranscriptResource
 from brain.web.resources.host import HostCallResource, HostPollResource
@@ -64,6 +65,7 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
+    app.add_route("/v1/sessions/{session_id}/forks", ForksResource(settings, gateway))
     app.add_route("/v1/host/poll", HostPollResource(config, gateway))
     app.add_route("/v1/host/calls/{call_id}", HostCallResource(gateway))
     document = OpenApiResource()

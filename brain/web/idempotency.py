@@ -42,7 +42,7 @@ __all__ = ["FILENAME", "MAX_KEY_LENGTH", "OPERATIONS", "Answer", "Claim", "Idemp
            "Outcome", "fingerprint", "new_boot_id", "validate_key"]
 
 FILENAME = "idempotency.sqlite3"
-OPERATIONS = frozenset({"create", "send", "submit", "cancel", "end", "delete"})
+OPERATIONS = frozenset({"create", "fork", "send", "submit", "cancel", "end", "delete"})
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 5000
 MAX_BUSY_NAP_SECS = 0.002

@@ -58,6 +58,7 @@ def test_contract_routes_are_all_documented(app: falcon.App) -> None:
         ("GET", sid), ("DELETE", sid),
         ("POST", f"{sid}/messages"), ("GET", f"{sid}/events"), ("GET", f"{sid}/transcript"),
         ("POST", f"{sid}/cancel"), ("POST", f"{sid}/end"), ("POST", f"{sid}/tokens"),
+        ("POST", f"{sid}/forks"),
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
         ("POST", "/v1/host/poll"), ("POST", "/v1/host/calls/{call_id}"),
         ("GET", "/console"), ("GET", "/console/{asset}"),
@@ -133,7 +134,8 @@ def test_idempotent_routes_take_the_key(app: falcon.App) -> None:
              and {"$ref": "#/components/parameters/IdempotencyKey"} in op.get("parameters", [])}
     sid = "/v1/sessions/{session_id}"
     assert keyed == {("POST", "/v1/sessions"), ("DELETE", sid), ("POST", f"{sid}/messages"),
-                     ("POST", f"{sid}/cancel"), ("POST", f"{sid}/end")}
+                     ("POST", f"{sid}/cancel"), ("POST", f"{sid}/end"),
+                     ("POST", f"{sid}/forks")}
 
 
 def test_configured_names_are_enumerated(app: falcon.App) -> None:

@@ -22,6 +22,7 @@ from brain.client.errors import (
     Conflict,
     Draining,
     Forbidden,
+    ForkInsideTurn,
     IdempotencyAmbiguous,
     IdempotencyConflict,
     InternalError,
@@ -31,6 +32,7 @@ from brain.client.errors import (
     ProtocolError,
     RequestInProgress,
     RequestTimeout,
+    SequenceBeyondEnd,
     ServerError,
     SessionActive,
     SessionBusy,
@@ -70,6 +72,7 @@ __all__ = [
     "Conflict", "SessionBusy", "SessionEnded", "SessionActive", "IdempotencyConflict",
     "RequestInProgress", "IdempotencyAmbiguous", "PayloadTooLarge", "UnsupportedMediaType",
     "ServerError", "SessionDamaged", "InternalError", "TeardownFailed", "Draining",
+    "ForkInsideTurn", "SequenceBeyondEnd",
 ]
 
 _ASYNC = {"AsyncBrain": "brain.client.async_client", "AsyncSession": "brain.client.async_session",

@@ -213,6 +213,16 @@ class AsyncSession(SessionSnapshot):
         """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
         return (await self._api.call("POST", self._path + "/tokens")).json()["token"]
 
+    # --- branching --------------------------------------------------------------------------
+
+    async def fork(self, at_sequence: int, idempotency_key: str | None = None) -> AsyncSession:
+        """A new session from this one's state at `at_sequence`; see Session.fork."""
+        answer = await self._api.call("POST", self._path + "/forks",
+                                      body={"at_sequence": at_sequence},
+                                      idempotency_key=idempotency_key)
+        state = answer.json()
+        return AsyncSession(self._api, state["id"], state)
+
 
 def _nothing() -> None:
     return None

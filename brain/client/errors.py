@@ -102,6 +102,10 @@ class SessionActive(Conflict):
     """409 session_active: delete needs an ended, failed or damaged session."""
 
 
+class ForkInsideTurn(Conflict):
+    """409 fork_inside_turn: a fork's sequence lies inside a turn; fork before it or after."""
+
+
 class IdempotencyConflict(Conflict):
     """409 idempotency_conflict: the key was used with another body."""
 
@@ -123,6 +127,10 @@ class AlreadyAnswered(Conflict):
 
 class PayloadTooLarge(BrainAPIError):
     """413 payload_too_large."""
+
+
+class SequenceBeyondEnd(BrainAPIError):
+    """422 sequence_beyond_end: a fork's sequence is past the session's last record."""
 
 
 class UnsupportedMediaType(BrainAPIError):
@@ -157,12 +165,14 @@ BY_CODE: dict[str, type[BrainAPIError]] = {
     "session_busy": SessionBusy,
     "session_ended": SessionEnded,
     "session_active": SessionActive,
+    "fork_inside_turn": ForkInsideTurn,
     "idempotency_conflict": IdempotencyConflict,
     "request_in_progress": RequestInProgress,
     "idempotency_ambiguous": IdempotencyAmbiguous,
     "already_answered": AlreadyAnswered,
     "payload_too_large": PayloadTooLarge,
     "unsupported_media_type": UnsupportedMediaType,
+    "sequence_beyond_end": SequenceBeyondEnd,
     "session_damaged": SessionDamaged,
     "internal": InternalError,
     "teardown_failed": TeardownFailed,

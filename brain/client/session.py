@@ -159,3 +159,14 @@ class Session(SessionSnapshot):
     def create_token(self) -> str:
         """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
         return self._api.call("POST", self._path + "/tokens").json()["token"]
+
+    # --- branching --------------------------------------------------------------------------
+
+    def fork(self, at_sequence: int, idempotency_key: str | None = None) -> Session:
+        """A new session starting from this one's state at `at_sequence` (an Event's sequence,
+        not inside a turn): the same configuration, the transcript and kv as they stood there,
+        a journal of its own. Returns the new session's handle; this one is left as it was.
+        Retry with the same key to get the same fork."""
+        state = self._api.call("POST", self._path + "/forks", body={"at_sequence": at_sequence},
+                               idempotency_key=idempotency_key).json()
+        return Session(self._api, state["id"], state)

@@ -1,5 +1,5 @@
 """The `brain` command: `serve`, `actors`, `web`, `chat`, `journal verify|dump`, `trace`,
-`settings`."""
+`replay`, `settings`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 
 from brain.agentloop.command import add_parser as add_agentloop_parser
 from brain.chat.command import add_parser as add_chat_parser
+from brain.replayer.command import add_parser as add_replay_parser
 from brain.tracing.command import add_parser as add_trace_parser
 
 SERVE_DESCRIPTION = """\
@@ -73,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     add_chat_parser(sub)
     add_trace_parser(sub)
     add_agentloop_parser(sub)
+    add_replay_parser(sub)
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
     settings.add_argument("--markdown", action="store_true",
@@ -111,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         from brain.tracing.command import run as run_trace
 
         return run_trace(args)
+    if args.command == "replay":
+        from brain.replayer.command import run as run_replay
+
+        return run_replay(args)
     if args.command == "settings":
         from brain.settings import markdown_table
 

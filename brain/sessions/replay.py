@@ -51,9 +51,12 @@ class Diverged(Exception):
 
     code = DIVERGED
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, asked: dict[str, Any] | None = None,
+                 journaled: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.asked = asked  # the record the guest's call would commit, if it would commit one
+        self.journaled = journaled  # the record the journal holds there, if it holds one
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,11 @@ class Replay:
         self.done = not self._records
 
     @property
+    def position(self) -> int:
+        """How many of the activation's journaled records the replay has gone past."""
+        return self._cursor
+
+    @property
     def calls(self) -> int:
         """Guest calls replayed so far (the live calls after the replay are numbered by the
         session actor's own counter, not from this)."""
@@ -122,7 +130,8 @@ class Replay:
         """The guest returned while replaying: what it did the first time is not done."""
         record = self._records[self._cursor]
         return Diverged(f"the Agentloop returned after guest call #{self._calls}, but the "
-                        f"first time it went on to record {_describe(record)}")
+                        f"first time it went on to record {_describe(record)}",
+                        journaled=record)
 
     def _next_at(self) -> int:
         if self._cursor < len(self._records):
@@ -133,13 +142,13 @@ class Replay:
         for record in produced:
             if self._cursor >= len(self._records):
                 raise Diverged(f"{what} asks to record {_describe(record)}, past the end of "
-                               "what its activation journaled")
+                               "what its activation journaled", asked=record)
             journaled = self._records[self._cursor]
             differs = _differing_fields(record, journaled)
             if differs:
                 raise Diverged(f"{what} asks to record {_describe(record)}, but the journal "
                                f"holds {_describe(journaled)} (differing in "
-                               f"{', '.join(differs)})")
+                               f"{', '.join(differs)})", asked=record, journaled=journaled)
             self._cursor += 1
 
     def _outcome(self, what: str) -> tuple[dict[str, Any], ...]:
@@ -151,7 +160,7 @@ class Replay:
         pending = self._state.turn.pending if self._state.turn is not None else {}
         if terminal["kind"] not in _TERMINALS or terminal.get("started") not in pending:
             raise Diverged(f"{what} waits for its effects, but the journal holds "
-                           f"{_describe(terminal)} next")
+                           f"{_describe(terminal)} next", journaled=terminal)
         end = self._cursor + 1
         while end < len(self._records) and _is_event_of(self._records[end], terminal["started"]):
             end += 1

@@ -29,6 +29,7 @@ from brain.web.resources.host import HostCallResource, HostPollResource
 from brain.web.resources.lifecycle import CancelResource, EndResource, TokensResource
 from brain.web.resources.messages import MessagesResource
 from brain.web.resources.metrics import MetricsResource, WorkerMetrics
+from brain.web.resources.replays import ReplaysResource
 from brain.web.resources.sessions import SessionResource, SessionsResource
 
 
@@ -65,6 +66,7 @@ def create_app(settings: Settings, config: BrainConfig, gateway: ActorGateway,
     app.add_route("/v1/sessions/{session_id}/cancel", CancelResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/end", EndResource(settings, gateway))
     app.add_route("/v1/sessions/{session_id}/tokens", TokensResource(settings))
+    app.add_route("/v1/sessions/{session_id}/replays", ReplaysResource(settings, config))
     app.add_route("/v1/sessions/{session_id}/forks", ForksResource(settings, gateway))
     app.add_route("/v1/host/poll", HostPollResource(config, gateway))
     app.add_route("/v1/host/calls/{call_id}", HostCallResource(gateway))

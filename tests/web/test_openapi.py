@@ -58,7 +58,7 @@ def test_contract_routes_are_all_documented(app: falcon.App) -> None:
         ("GET", sid), ("DELETE", sid),
         ("POST", f"{sid}/messages"), ("GET", f"{sid}/events"), ("GET", f"{sid}/transcript"),
         ("POST", f"{sid}/cancel"), ("POST", f"{sid}/end"), ("POST", f"{sid}/tokens"),
-        ("POST", f"{sid}/forks"),
+        ("POST", f"{sid}/forks"), ("POST", f"{sid}/replays"),
         ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics"), ("GET", "/openapi.json"),
         ("POST", "/v1/host/poll"), ("POST", "/v1/host/calls/{call_id}"),
         ("GET", "/console"), ("GET", "/console/{asset}"),

@@ -243,3 +243,35 @@ def test_extension_events_show_their_origin(server, driver):
     row = find(driver, '#events .event.extension[data-kind="weather.noted"]').text
     assert f"from tool #{started}" in row
     assert '{"topic":"rain"}' in row
+
+
+def test_fork_here_on_an_event_opens_the_fork(server, driver, shots):
+    sid = server.create_session()["id"]
+    server.send(sid, "the first question")
+    server.send(sid, "the second question")
+    first_end = [e for e in server.events(sid) if e["kind"] == "turn_ended"][0]["sequence"]
+    sign_in(driver, server)
+    driver.get(f"{server.url}/console#/s/{sid}")
+    wait(driver, lambda d: event_kinds(d).count("turn_ended") == 2, "both turns' Events")
+    # Only records outside a turn offer it: never one between turn_started and turn_ended.
+    offered = {row.get_attribute("data-kind") for row in finds(driver, "#events .event")
+               if row.find_elements("css selector", "button.fork")}
+    assert offered == {"session_created", "turn_ended"}, offered
+    find(driver, f'#events .event[data-seq="{first_end}"] summary').click()
+    screenshot(driver, shots, "console-fork-here")
+    confirm_and_click(driver, f'#events .event[data-seq="{first_end}"] button.fork')
+    wait(driver, lambda d: "#/s/" in d.current_url and not d.current_url.endswith(sid),
+         "the fork's page")
+    child = driver.current_url.rsplit("/", 1)[1]
+    wait(driver, lambda d: "the first question" in find(d, "#transcript").text, "its transcript")
+    assert "the second question" not in find(driver, "#transcript").text
+    wait(driver, lambda d: event_kinds(d)[:2] == ["forked_from", "session_created"],
+         "its first Events")
+    assert f"from {sid} #{first_end}" in find(driver, '#events .event[data-seq="1"]').text
+    assert server.events(child)[0]["data"] == {"session_id": sid, "sequence": first_end}
+    screenshot(driver, shots, "console-fork")
+    find(driver, '#events .event[data-seq="1"] summary').click()
+    find(driver, '#events .event[data-seq="1"] a.parent').click()
+    wait(driver, lambda d: d.current_url.endswith(f"#/s/{sid}") and
+         "the second question" in find(d, "#transcript").text, "back on the parent's page")
+    assert script_errors(driver) == []

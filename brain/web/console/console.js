@@ -172,7 +172,7 @@ async function listView(params) {
 
 function sessionView(id) {
   const state = { session: null, lastSeq: 0, stopped: false, controller: null, pending: null,
-                  damageAsked: false };
+                  damageAsked: false, openTurn: null };
   const title = el("h1", { class: "grow mono", text: id });
   const status = el("span", { id: "session-status" });
   const live = el("span", { class: "live off", id: "live", text: "live" });
@@ -254,12 +254,20 @@ function sessionView(id) {
     else if (ev.kind === "model_call_ended" && d.result && d.result.message) detail = shortText(contentText(d.result.message.content));
     else if (d.result !== undefined) detail = shortText(d.result && d.result.content !== undefined ? d.result.content : d.result);
     else if (ev.kind === "model_call_started") detail = d.model || "";
+    else if (ev.kind === "forked_from") detail = `from ${d.session_id} #${d.sequence}`;
+    // A fork may start at any record outside a turn (from turn_started to the record ending it).
+    if (ev.kind === "turn_started") state.openTurn = ev.sequence;
+    else if (ev.kind === "turn_ended" || ev.kind === "turn_failed") state.openTurn = null;
+    const fork = state.openTurn === null ? el("button", { class: "quiet fork", text: "Fork here",
+      "data-fork": ev.sequence, onclick: () => forkAt(ev.sequence) }) : null;
     const failed = /_failed$/.test(ev.kind) || ev.kind === "cancel_requested";
     const row = el("details", { class: `event${failed ? " failed" : ""}${ev.origin ? " extension" : ""}`, "data-seq": ev.sequence, "data-kind": ev.kind },
       el("summary", {}, el("span", { class: "seq mono", text: `#${ev.sequence}` }),
         el("span", { class: "kind", text: ev.kind }), origin,
         detail ? el("span", { class: "detail", text: detail }) : null),
-      el("pre", { text: JSON.stringify(ev, null, 2) }));
+      ev.kind === "forked_from" ? el("a", { class: "parent", href: `#/s/${encodeURIComponent(d.session_id)}`,
+                                            text: "open the session it was forked from" }) : null,
+      fork, el("pre", { text: JSON.stringify(ev, null, 2) }));
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 20;
     events.append(row);
     if (atBottom) events.scrollTop = events.scrollHeight;
@@ -269,6 +277,16 @@ function sessionView(id) {
       loadTranscript();
     }
     if (/^(turn_|session_|cancel_)/.test(ev.kind)) refresh().catch(showError);
+  }
+  // A new session from this one's state at `sequence`; its page opens once it exists.
+  async function forkAt(sequence) {
+    if (!confirm(`Fork this session at #${sequence}? A new session starts from its ` +
+                 "transcript and kv as they stood there; this one is not changed.")) return;
+    try {
+      showError(null);
+      const child = await api("POST", `${base}/forks`, { at_sequence: sequence });
+      location.hash = `#/s/${child.id}`;
+    } catch (err) { showError(err); }
   }
   function addDelta(delta) {
     pending.hidden = false;

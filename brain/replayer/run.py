@@ -19,7 +19,7 @@ from brain.actors.activation import wasm_cache_dir
 from brain.agentloop import AgentloopError, AgentloopRuntime
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
-from brain.replayer.turn_history import TurnOnRecord, load_turn
+from brain.replayer.turn_history import NOT_THE_GUESTS, TurnOnRecord, load_turn
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import Limits
 from brain.sessions.turns import activation_payload
@@ -43,8 +43,9 @@ def replay_turn(settings: Settings, session_id: str, turn: int | None = None,
                                      f"{getattr(exc, 'message', exc)}") from None
     limits = _limits(settings)
     history = on_record.history
-    replay = Replay(session_id, limits, history, on_record.turn, on_record.activation)
-    walk = _Walk(replay, history.records)
+    replay = Replay(session_id, limits, history, on_record.turn, on_record.activation,
+                    passed_over=NOT_THE_GUESTS)
+    walk = _Walk(replay, history.records, on_record.stopped)
     payload = activation_payload(session_id, on_record.turn, history.turn_input, limits)
     deadline = time.monotonic() + settings.max_turn_secs if settings.max_turn_secs else None
     try:
@@ -80,14 +81,20 @@ def _limits(settings: Settings) -> Limits:
 class _Walk:
     """The guest's calls, answered by the replay and noted as steps until one diverges."""
 
-    def __init__(self, replay: Replay, records: tuple[dict[str, Any], ...]) -> None:
+    def __init__(self, replay: Replay, records: tuple[dict[str, Any], ...],
+                 stopped: str | None) -> None:
         self.replay = replay
         self.records = records
+        self.stopped = stopped  # the turn was stopped (cancel, deadline) after these records
         self.steps: list[ReplayStep] = []
         self.diverged = False
         self.fault: Exception | None = None
 
     def guest_call(self, op: dict[str, Any]) -> dict[str, Any]:
+        if self.stopped is not None and self.replay.done:
+            # The live activation was stopped here: nothing after it can be compared.
+            raise AgentloopError(self.stopped, "the turn was stopped at this point the first "
+                                               "time (see `journaled_result`)")
         call = self.replay.calls + 1
         name = str(op.get("op"))
         before = self.replay.position
@@ -108,14 +115,16 @@ class _Walk:
 
 def _return_step(replay: Replay, on_record: TurnOnRecord,
                  returned: dict[str, Any]) -> ReplayStep:
-    """The guest stopped with every call agreeing: did it stop where, and as, the turn did?"""
+    """The guest stopped with every call agreeing: did it stop where, and as, the turn did?
+    (A turn stopped from outside ended as the stop had it, whatever its loop returned: only
+    where the loop got to counts.)"""
     call = replay.calls + 1
     if replay.position < len(on_record.history.records):
         diverged = replay.returned()
         return ReplayStep(call, RETURN_OP, DIVERGED, message=diverged.message,
                           journaled=diverged.journaled, asked=returned)
     journaled = on_record.journaled_result()
-    if not _same_result(returned, journaled):
+    if on_record.stopped is None and not _same_result(returned, journaled):
         return ReplayStep(call, RETURN_OP, DIVERGED,
                           message=f"the Agentloop made every call the journal holds, then "
                                   f"returned {_result_text(returned)}, but the turn came to "

@@ -26,15 +26,16 @@ from brain.sessions.replay import ActivationHistory, activation_history
 
 TURN_ENDS = frozenset({"turn_ended", "turn_failed"})
 ACTIVATION_ENDS = frozenset({"activation_ended", "activation_failed"})
+STOP_CODES = frozenset({"cancelled", "turn_timeout"})
 NOT_THE_GUESTS = frozenset({"cancel_requested"})
-"""Records committed during an activation that no guest call asked for: a replayed guest is
-not compared against them."""
+"""Records committed during an activation that no guest call asked for: the replay folds them
+where they stand and never compares a guest call against them."""
 
 
 @dataclass(frozen=True)
 class TurnOnRecord:
-    """A finished turn: its activation's history (only what the guest's calls committed) and
-    how the activation and the turn ended."""
+    """A finished turn: its activation's history (the records after `activation_started` up
+    to the activation's end) and how the activation and the turn ended."""
 
     session_id: str
     turn: int
@@ -44,8 +45,19 @@ class TurnOnRecord:
     activation_end: dict[str, Any]
     turn_end: dict[str, Any]
 
+    @property
+    def stopped(self) -> str | None:
+        """`cancelled` or `turn_timeout` for a turn stopped from outside its loop (its end
+        is the stop's, not what the loop returned); None otherwise."""
+        if self.turn_end["kind"] != "turn_failed":
+            return None
+        code = (self.turn_end.get("error") or {}).get("code")
+        return code if code in STOP_CODES else None
+
     def journaled_result(self) -> dict[str, Any]:
         """What the turn came to, in the shape of an activation's result."""
+        if self.stopped is not None:
+            return {"status": "failed", "error": self.turn_end.get("error")}
         if self.turn_end["kind"] == "turn_ended":
             return {"status": "completed", "output": self.turn_end.get("output")}
         if self.activation_end["kind"] == "activation_failed":
@@ -76,8 +88,8 @@ def load_turn(session_dir: Path, session_id: str, turn: int | None = None) -> Tu
         raise ReplayRefused(DAMAGED, f"session {session_id} is damaged: {exc}") from None
     history = activation_history(builder.build(), [r for r in records if r["seq"] >= turn],
                                  turn, activation["seq"])
-    guests, activation_end = _guests_records(history.records, activation["seq"])
-    return TurnOnRecord(session_id, turn, activation["seq"], replace(history, records=guests),
+    until_end, activation_end = _until_end(history.records, activation["seq"])
+    return TurnOnRecord(session_id, turn, activation["seq"], replace(history, records=until_end),
                         dict(history.base.config.get("agentloop") or {}), activation_end,
                         ends[turn])
 
@@ -113,14 +125,13 @@ def _chosen(session_id: str, turn: int | None, starts: list[int],
     return turn
 
 
-def _guests_records(after_start: tuple[dict[str, Any], ...], activation: int
+def _until_end(after_start: tuple[dict[str, Any], ...], activation: int
                     ) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
-    """The records the guest's calls committed, and the activation's end."""
-    kept = []
+    """The records before the activation's end, and that end."""
+    kept: list[dict[str, Any]] = []
     for record in after_start:
         if record["kind"] in ACTIVATION_ENDS and record.get("started") == activation:
             return tuple(kept), record
-        if record["kind"] not in NOT_THE_GUESTS:
-            kept.append(record)
+        kept.append(record)
     raise ReplayRefused(INVALID, f"the activation at sequence {activation} has no end in the "
                                  "journal")

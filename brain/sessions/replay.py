@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from brain.journal import Projection, fold_all
+from brain.journal import Projection, fold, fold_all
 from brain.sessions import core
 from brain.sessions.state import (
     GuestAnswer,
@@ -37,6 +37,7 @@ from brain.sessions.state import (
     SessionState,
     Turn,
 )
+from brain.sessions.tx import evolve
 
 DIVERGED = "agentloop_diverged"
 _TERMINALS = frozenset({"model_call_ended", "model_call_failed", "tool_call_ended",
@@ -86,7 +87,10 @@ class Replay:
     """One resumed activation's replay, fed its guest calls in order (on its own thread)."""
 
     def __init__(self, session_id: str, limits: Limits, history: ActivationHistory,
-                 turn: int, activation: int) -> None:
+                 turn: int, activation: int, passed_over: frozenset[str] = frozenset()) -> None:
+        """`passed_over`: kinds of records no guest call commits that may stand among the
+        activation's (an offline replay of a cancelled turn meets its `cancel_requested`):
+        folded where they stand, never compared."""
         self._state = SessionState(session_id, limits, phase=Phase.RUNNING,
                                    projection=history.base,
                                    turn=Turn(turn, activation, None))
@@ -94,7 +98,9 @@ class Replay:
         self._cursor = 0
         self._calls = 0
         self._at = history.base.updated_at or 0
-        self.done = not self._records
+        self._passed_over = passed_over
+        self._pass_over()
+        self.done = self._cursor == len(self._records)
 
     @property
     def position(self) -> int:
@@ -113,6 +119,7 @@ class Replay:
         call = self._calls
         name = op.get("op")
         what = f"guest call #{call} ({name})"
+        self._pass_over()
         step = core.step(self._state, GuestCall(call, op), self._next_at())
         self._match(step.records, what)
         self._state = step.state
@@ -122,9 +129,17 @@ class Replay:
             step = core.step(self._state, RecordedOutcome(batch), batch[0]["at"])
             self._state = step.state
             answer = _answer_to(step.replies, call)
+        self._pass_over()
         if self._cursor == len(self._records):
             self.done = True
         return answer
+
+    def _pass_over(self) -> None:
+        records = self._records
+        while self._cursor < len(records) and records[self._cursor]["kind"] in self._passed_over:
+            projection = fold(self._state.projection, records[self._cursor])
+            self._state = evolve(self._state, {"projection": projection})
+            self._cursor += 1
 
     def returned(self) -> Diverged:
         """The guest returned while replaying: what it did the first time is not done."""
@@ -140,6 +155,7 @@ class Replay:
 
     def _match(self, produced: tuple[dict[str, Any], ...], what: str) -> None:
         for record in produced:
+            self._pass_over()
             if self._cursor >= len(self._records):
                 raise Diverged(f"{what} asks to record {_describe(record)}, past the end of "
                                "what its activation journaled", asked=record)
@@ -154,6 +170,7 @@ class Replay:
     def _outcome(self, what: str) -> tuple[dict[str, Any], ...]:
         """The next journaled effect terminal for an effect the guest waits on, with the Tool
         Events committed beside it."""
+        self._pass_over()
         if self._cursor >= len(self._records):
             raise Diverged(f"{what} waits for an effect whose outcome the journal does not hold")
         terminal = self._records[self._cursor]

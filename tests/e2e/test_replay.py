@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from brain.journal import JournalScan
 from tests.support.python_guests import python_guest, seed_compiled
 from tests.support.server import BrainServer, configured
+from tests.support.waiting import wait_for
 
 REPLAY_TIMEOUT_SECS = 120
 CONFIG = """
@@ -35,6 +37,10 @@ script = [
   {{ tool_calls = [ {{ name = "echo", input = {{ text = "slow" }} }} ], delay_ms = 300 }},
   {{ text = "slowly done", delay_ms = 300 }},
 ]
+
+[models.sleepy]
+provider = "scripted"
+script = [ {{ text = "too late", delay_ms = 60000 }} ]
 
 [agentloops.audited]
 path = "{audited}"
@@ -175,6 +181,30 @@ def test_a_turn_suspended_at_each_wait_replays_as_one_activation(served: Served)
     report = json.loads(done.stdout)
     assert [s["op"] for s in report["steps"]] == TOOL_TURN_OPS
     assert report["returned"] == {"status": "completed", "output": "slowly done"}
+
+
+def test_a_cancelled_turn_replays_to_where_it_was_stopped(served: Served) -> None:
+    """Its end is the cancel's, not what the loop returned: the replay compares the calls the
+    loop made before the stop, and the report shows the turn's result."""
+    server = served.server
+    session_id = server.create_session(model="sleepy")["id"]
+    journal = server.data_dir / "sessions" / session_id / "journal"
+    resp = server.request("POST", f"/v1/sessions/{session_id}/messages", json={"input": "hi"},
+                          headers={"Prefer": "respond-async"})
+    assert resp.status_code == 202, resp.text
+    wait_for(lambda: "model_call_started" in {f.record["kind"] for f in JournalScan(journal)},
+             timeout=30, what="the model call")
+    assert server.request("POST", f"/v1/sessions/{session_id}/cancel").status_code == 202
+    wait_for(lambda: server.request("GET", f"/v1/sessions/{session_id}").json()["status"]
+             == "idle", timeout=30, what="the cancelled turn's end")
+    done = brain_replay(served, session_id, "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert [s["op"] for s in report["steps"]][:3] == ["transcript.read", "transcript.set",
+                                                      "model.call"]
+    assert report["steps"][-1]["op"] == "return"
+    assert report["journaled_result"]["error"]["code"] == "cancelled"
+    assert report["matched_records"] == report["journaled_records"]
 
 
 def test_refusals_say_why_and_exit_2(served: Served, tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from brain.journal import JournalScan
+from tests.agentloop.helpers import compile_guest
 from tests.support.python_guests import python_guest, seed_compiled
 from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
@@ -81,10 +84,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         server.kill()
 
 
-def brain_replay(served: Served, *args: str) -> subprocess.CompletedProcess[str]:
+def brain_replay(served: Served, *args: str,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "brain.cli", "replay", *args,
                            "--data-dir", str(served.server.data_dir)],
-                          capture_output=True, text=True, timeout=REPLAY_TIMEOUT_SECS)
+                          capture_output=True, text=True, timeout=REPLAY_TIMEOUT_SECS,
+                          env={**os.environ, **(env or {})})
 
 
 def files_of(directory: Path) -> dict[str, str]:
@@ -205,6 +210,20 @@ def test_a_cancelled_turn_replays_to_where_it_was_stopped(served: Served) -> Non
     assert report["steps"][-1]["op"] == "return"
     assert report["journaled_result"]["error"]["code"] == "cancelled"
     assert report["matched_records"] == report["journaled_records"]
+
+
+def test_a_loop_that_does_not_stop_is_cut_off_at_the_turn_deadline(served: Served,
+                                                                   tmp_path: Path) -> None:
+    spin = compile_guest("spin", tmp_path)
+    began = time.monotonic()
+    done = brain_replay(served, served.session_id, "--agentloop", str(spin), "--json",
+                        env={"BRAIN_MAX_TURN_SECS": "2"})
+    assert time.monotonic() - began < 30
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["steps"] == [report["divergence"]]  # it never made a call
+    assert report["returned"]["error"]["code"] == "turn_timeout"
+    assert report["divergence"]["op"] == "return"
 
 
 def test_refusals_say_why_and_exit_2(served: Served, tmp_path: Path) -> None:

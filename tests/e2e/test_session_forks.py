@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.test_http_refusals_and_damage import damage_first_record
 from tests.support.guests import example_guest
-from tests.support.server import BrainServer, configured
+from tests.support.server import BrainServer, configured, wait_for_no_open_session_actor
 
 SLOW_MODEL_SECS = 3.0
 WAIT_SECS = 30.0
@@ -200,6 +201,18 @@ def test_a_fork_outlives_its_deleted_parent(server: BrainServer) -> None:
     assert s.events(grand)[0]["data"]["session_id"] == child
     assert s.request("GET", f"/v1/sessions/{grand}/transcript").json()["messages"] == [
         user("one")]
+
+
+def test_a_damaged_parent_is_refused_and_nothing_is_created(server: BrainServer) -> None:
+    s = server
+    parent, first_end = two_turns(s)
+    wait_for_no_open_session_actor(s)
+    damage_first_record(s.data_dir / "sessions" / parent)
+    resp = fork(s, parent, {"at_sequence": first_end})
+    assert (resp.status_code, resp.json()["error"]["code"]) == (500, "session_damaged")
+    assert f"sessions/{parent}/journal/" in resp.json()["error"]["message"]
+    listed = s.request("GET", "/v1/sessions").json()["sessions"]
+    assert not [x for x in listed if x["id"] > parent]
 
 
 def test_a_fork_sets_up_its_environments_anew(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from brain.actors.activation import wasm_cache_dir
 from brain.agentloop import AgentloopError, AgentloopRuntime
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
-from brain.replayer.turn_history import NOT_THE_GUESTS, TurnOnRecord, load_turn
+from brain.replayer.turn_history import TurnOnRecord, load_turn
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import Limits
 from brain.sessions.turns import activation_payload
@@ -44,7 +44,7 @@ def replay_turn(settings: Settings, session_id: str, turn: int | None = None,
     limits = _limits(settings)
     history = on_record.history
     replay = Replay(session_id, limits, history, on_record.turn, on_record.activation,
-                    passed_over=NOT_THE_GUESTS)
+                    passed_over=on_record.passed_over)
     walk = _Walk(replay, history.records, on_record.stopped)
     payload = activation_payload(session_id, on_record.turn, history.turn_input, limits)
     deadline = time.monotonic() + settings.max_turn_secs if settings.max_turn_secs else None

@@ -27,9 +27,14 @@ from brain.sessions.replay import ActivationHistory, activation_history
 TURN_ENDS = frozenset({"turn_ended", "turn_failed"})
 ACTIVATION_ENDS = frozenset({"activation_ended", "activation_failed"})
 STOP_CODES = frozenset({"cancelled", "turn_timeout"})
-NOT_THE_GUESTS = frozenset({"cancel_requested"})
-"""Records committed during an activation that no guest call asked for: the replay folds them
-where they stand and never compares a guest call against them."""
+GUEST_KINDS = frozenset({
+    "transcript_changed", "kv_put", "kv_delete", "extension_event",
+    "model_call_started", "model_call_ended", "model_call_failed",
+    "tool_call_started", "tool_call_ended", "tool_call_failed",
+})
+"""What a guest call commits, or the outcome of an effect it asked for: what a replay compares.
+Anything else committed during an activation (a cancel's `cancel_requested`, a webhook
+delivery's bookkeeping) is folded where it stands and never compared."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,11 @@ class TurnOnRecord:
     agentloop: dict[str, Any]  # the session's own, as recorded at creation: name, path, sha256
     activation_end: dict[str, Any]
     turn_end: dict[str, Any]
+
+    @property
+    def passed_over(self) -> frozenset[str]:
+        """The kinds among the activation's records that no guest call asked for."""
+        return frozenset(r["kind"] for r in self.history.records) - GUEST_KINDS
 
     @property
     def stopped(self) -> str | None:

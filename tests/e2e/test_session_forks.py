@@ -184,7 +184,10 @@ def test_a_fork_outlives_its_deleted_parent(server: BrainServer) -> None:
     child = fork(s, parent, {"at_sequence": first_end}).json()["id"]
     grandchild = fork(s, child, {"at_sequence": s.events(child)[-1]["sequence"]})
     assert grandchild.status_code == 201, grandchild.text
-    assert s.request("POST", f"/v1/sessions/{parent}/end").status_code == 200
+    ended = s.request("POST", f"/v1/sessions/{parent}/end").json()
+    assert ended["status"] == "ended"
+    of_ended = fork(s, parent, {"at_sequence": ended["last_sequence"]})  # an ended one forks too
+    assert of_ended.status_code == 201 and of_ended.json()["status"] == "idle", of_ended.text
     assert s.request("DELETE", f"/v1/sessions/{parent}").status_code == 204
     assert not (s.data_dir / "sessions" / parent).exists()
     assert fork(s, parent, {"at_sequence": first_end}).status_code == 404

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,29 @@ def _optional_path(raw: str) -> Path | None:
     return Path(raw) if raw else None
 
 
+def _webhook_url(raw: str) -> str:
+    """An http(s) URL with a host, kept as written (its path is the receiver's)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("expected an http:// or https:// URL")
+    try:
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        raise ValueError("the URL's port is not a number from 0 to 65535") from None
+    return raw
+
+
+def _webhook_secret(raw: str) -> str:
+    """`whsec_` and the base64 of the HMAC key (the Standard Webhooks form). Its errors never
+    quote it."""
+    from brain.net.webhook_signature import secret_key
+
+    secret_key(raw)
+    return raw
+
+
 @dataclass(frozen=True)
 class Setting:
     """One declared setting: the single place its name, default and meaning live."""
@@ -98,6 +121,7 @@ class Setting:
     parse: Callable[[str], Any]
     help: str
     default_text: str | None = None
+    secret: bool = False  # never quoted: not in an error, not in a repr
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -170,6 +194,24 @@ SETTINGS: tuple[Setting, ...] = (
             "session id and sequence where known)"),
     Setting("telemetry_sink", "BRAIN_TELEMETRY_SINK", None, _optional_path,
             "where Agentloop telemetry goes (a JSON-lines file); unset = dropped", "unset"),
+    Setting("webhook_url", "BRAIN_WEBHOOK_URL", None, _webhook_url,
+            "where Brain POSTs `{session_id, sequence, kind, status}` when a turn ends, fails "
+            "or is interrupted, signed by the Standard Webhooks convention, at least once "
+            "(docs/operations.md, \"Webhooks\"); needs BRAIN_WEBHOOK_SECRET; unset = none",
+            "unset"),
+    Setting("webhook_secret", "BRAIN_WEBHOOK_SECRET", None, _webhook_secret,
+            "the webhook signing secret, `whsec_` and a base64 key; never journaled, logged "
+            "nor shown", "unset", secret=True),
+    Setting("webhook_attempts", "BRAIN_WEBHOOK_ATTEMPTS", 8, _positive_int,
+            "attempts of one webhook delivery before it is abandoned (recorded in the journal)"),
+    Setting("webhook_retry_ms", "BRAIN_WEBHOOK_RETRY_MS", 1000, _positive_int,
+            "pause after a webhook delivery's first failed attempt; doubled after each further "
+            "one, up to BRAIN_WEBHOOK_RETRY_MAX_MS"),
+    Setting("webhook_retry_max_ms", "BRAIN_WEBHOOK_RETRY_MAX_MS", 60000, _positive_int,
+            "the longest pause between two attempts of a webhook delivery"),
+    Setting("webhook_timeout_ms", "BRAIN_WEBHOOK_TIMEOUT_MS", 5000, _positive_int,
+            "how long one webhook attempt may take (connect, send, the answer's head); longer "
+            "counts as a failed attempt"),
     Setting("config", "BRAIN_CONFIG", None, _optional_path,
             "TOML file whose named parts are added to the shipped defaults",
             "`conf/brain.toml` if present"),
@@ -234,6 +276,12 @@ class Settings:
     otel: bool
     log_format: str
     telemetry_sink: Path | None
+    webhook_url: str | None
+    webhook_secret: str | None = field(repr=False)
+    webhook_attempts: int
+    webhook_retry_ms: int
+    webhook_retry_max_ms: int
+    webhook_timeout_ms: int
     config: Path | None
     actor_port: int | None
     actor_bind: str
@@ -259,9 +307,13 @@ class Settings:
             try:
                 values[setting.attr] = setting.parse(raw)
             except ValueError as exc:
-                raise SettingError(f"{setting.env}={raw!r}: {exc}") from None
+                shown = "(hidden)" if setting.secret else repr(raw)
+                raise SettingError(f"{setting.env}={shown}: {exc}") from None
         if (values["member"] is None) != (values["convention"] is None):
             raise SettingError("BRAIN_MEMBER and BRAIN_CONVENTION are set together or not at all")
+        if values["webhook_url"] is not None and values["webhook_secret"] is None:
+            raise SettingError("BRAIN_WEBHOOK_URL needs BRAIN_WEBHOOK_SECRET: Brain sends no "
+                               "unsigned webhook")
         return cls(**values)
 
     @cached_property

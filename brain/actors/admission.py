@@ -29,12 +29,14 @@ from brain.actors.messages import (
     RunAdmitted,
     StartTurn,
     ToSession,
+    WebhookRecord,
 )
 
 Waiting = list[tuple[ToSession, Any]]
-OWED = (RunAdmitted, Recover, Outcomes, ExpireTurn)
+OWED = (RunAdmitted, Recover, Outcomes, ExpireTurn, WebhookRecord)
 """Work Brain owes a session whatever the load: never refused, never expired (an outcome or a
-deadline of a suspended turn is owed to the turn as an admitted one is)."""
+deadline of a suspended turn is owed to the turn as an admitted one is; so is the record of a
+webhook delivery)."""
 NEW_WORK = (CreateSession, StartTurn)
 """Work that takes on memory, refused while the memory budget is exhausted
 (brain/memory_budget.py); cancels, ends and deletes give memory back and always pass."""

@@ -43,7 +43,9 @@ from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     REGISTRY_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
+    WEBHOOK_EXECUTOR_GLOBAL_NAME,
     FillPool,
+    ResumeWebhooks,
     Services,
 )
 from brain.actors.proctitle import name_thespian_processes
@@ -54,7 +56,7 @@ from brain.actors.thespian_select import use_one_shot_poll
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.procstat import ProcStat, all_stats, read_stat
-from brain.sessions.scan import sessions_in_flight
+from brain.sessions.scan import start_up_scan
 from brain.settings import Settings
 
 THESPIAN_LOGGING = {
@@ -124,6 +126,7 @@ def create_singletons(asys: object) -> dict[str, object]:
     from brain.actors.metrics_actor import MetricsActor
     from brain.actors.model_executor import ModelExecutor
     from brain.actors.tool_executor import ToolExecutor
+    from brain.actors.webhook_executor import WebhookExecutor
 
     return {
         name: asys.createActor(actor, globalName=name)  # type: ignore[attr-defined]
@@ -131,15 +134,16 @@ def create_singletons(asys: object) -> dict[str, object]:
                             (ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME),
                             (EnvironmentExecutor, ENVIRONMENT_EXECUTOR_GLOBAL_NAME),
                             (HostDispatcher, HOST_DISPATCHER_GLOBAL_NAME),
-                            (MetricsActor, METRICS_GLOBAL_NAME))
+                            (MetricsActor, METRICS_GLOBAL_NAME),
+                            (WebhookExecutor, WEBHOOK_EXECUTOR_GLOBAL_NAME))
     }
 
 
 SERVICE_USERS = (MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME,
-                 ENVIRONMENT_EXECUTOR_GLOBAL_NAME)
+                 ENVIRONMENT_EXECUTOR_GLOBAL_NAME, WEBHOOK_EXECUTOR_GLOBAL_NAME)
 """Shared actors that send to other shared actors (the executors offer host calls to the
-HostDispatcher, and send parked effects' outcomes to the registry); like the registry, they
-get every resolved address from here."""
+HostDispatcher, and send parked effects' outcomes and webhook delivery records to the
+registry); like the registry, they get every resolved address from here."""
 
 
 def hand_out_services(asys: object, registry: object, services: dict[str, object]) -> None:
@@ -320,11 +324,16 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         registry = asys.createActor(Registry, globalName=registry_global_name(settings.member))
-        hand_out_services(asys, registry, create_singletons(asys))
+        services = create_singletons(asys)
+        hand_out_services(asys, registry, services)
         fill_session_pool(asys, registry)
         if settings.member is not None:
             watch_convention(asys, settings.member)
-        hand_over_recoveries(asys, registry, sessions_in_flight(settings.sessions_path))
+        scan = start_up_scan(settings.sessions_path)
+        hand_over_recoveries(asys, registry, scan.in_flight)
+        if scan.webhooks:  # after Services: the executor journals through the registry
+            asys.tell(services[WEBHOOK_EXECUTOR_GLOBAL_NAME],  # type: ignore[attr-defined]
+                      ResumeWebhooks(scan.webhooks))
         write_run_record(settings, port)
         print(f"ready {port}", flush=True)
         while not stop.wait(1.0):

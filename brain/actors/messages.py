@@ -19,6 +19,7 @@ TOOL_EXECUTOR_GLOBAL_NAME = "brain.executor.tool"
 METRICS_GLOBAL_NAME = "brain.metrics"
 ENVIRONMENT_EXECUTOR_GLOBAL_NAME = "brain.executor.environment"
 HOST_DISPATCHER_GLOBAL_NAME = "brain.host.dispatcher"
+WEBHOOK_EXECUTOR_GLOBAL_NAME = "brain.executor.webhook"
 
 
 class Message:
@@ -126,8 +127,49 @@ class ExpireTurn(Message):
     turn: int
 
 
+@dataclass(frozen=True)
+class WebhookRecord(Message):
+    """Webhook executor → registry → session actor: journal what became of one webhook
+    delivery (an attempt that failed, its success, or its abandonment), a private record built
+    by brain/sessions/records.py. Nobody waits for an answer; it is never refused. `offers`:
+    times it was turned back before (`WebhookRecordLater`)."""
+
+    record: dict[str, Any]
+    offers: int = 0
+
+
+@dataclass(frozen=True)
+class DeliverWebhook(Message):
+    """Session actor (after `webhook_delivery_pending` is durable) or boot (deliveries a
+    restart found pending) → webhook executor: POST `body` under the stable `delivery_id`;
+    `attempts` were made before."""
+
+    session_id: str
+    delivery_id: str
+    body: dict[str, Any]
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class WebhookRecordLater(Message):
+    """Session actor → webhook executor: `record` arrived while a turn is open; nothing is
+    journaled inside a turn's records but the turn's own (a resumed activation's replay reads
+    them back), so the executor offers it again later."""
+
+    session_id: str
+    record: dict[str, Any]
+    offers: int = 0
+
+
+@dataclass(frozen=True)
+class ResumeWebhooks(Message):
+    """Boot → webhook executor, at start-up: the deliveries the journals hold pending."""
+
+    deliveries: tuple[DeliverWebhook, ...]
+
+
 Command = (CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
-           | RunAdmitted | Outcomes | ExpireTurn)
+           | RunAdmitted | Outcomes | ExpireTurn | WebhookRecord)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ from brain.actors.messages import (
     RunAdmitted,
     Services,
     ToSession,
+    WebhookRecord,
 )
 from brain.actors.pool import PooledActor, SessionActorPool
 from brain.actors.registry_forks import ForkForBacklog, PoolForks, configured_modules
@@ -162,7 +163,7 @@ class Registry(PoolForks, TracedDispatcher):
         if msg.session_id in self._deferred and not isinstance(msg.command, RunAdmitted):
             self._deferred.take(msg.session_id)  # its admitted turn goes first
             self._start_admitted([msg.session_id])
-        if isinstance(msg.command, RunAdmitted | Outcomes | ExpireTurn):
+        if isinstance(msg.command, RunAdmitted | Outcomes | ExpireTurn | WebhookRecord):
             sender = None  # fire-and-forget: nobody waits for an answer
         if isinstance(msg.command, NEW_WORK) and self._memory.exhausted():
             self._refuse(msg, sender, self._memory.refusal_message(), MEMORY_RETRY_AFTER_SECS)

@@ -372,4 +372,5 @@ def _limits(settings: Settings) -> Limits:
                   max_turn_secs=settings.max_turn_secs,
                   max_tool_secs=settings.max_tool_secs,
                   max_emitted_bytes=settings.max_emitted_bytes,
-                  idle_ttl_ms=settings.session_idle_ttl_ms)
+                  idle_ttl_ms=settings.session_idle_ttl_ms,
+                  webhooks=settings.webhook_url is not None)

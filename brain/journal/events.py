@@ -3,8 +3,8 @@
 Public kinds are exactly the public records listed in docs/journal.md ("Projections and
 Events"), plus extension Events
 (public under their own `name`) and `transcript_changed` when it replaces existing items (shown
-as `transcript_replaced`). Pure appends and kv records stay private. An Event keeps its
-record's journal sequence.
+as `transcript_replaced`). Pure appends, kv records and webhook delivery records stay private.
+An Event keeps its record's journal sequence.
 """
 
 from __future__ import annotations
@@ -21,7 +21,11 @@ PUBLIC_RECORDS = frozenset({
     "tool_call_started", "tool_call_ended", "tool_call_failed",
     "environment_op_started", "environment_op_ended", "environment_op_failed",
 })  # fmt: skip
-PRIVATE_RECORDS = frozenset({"transcript_changed", "kv_put", "kv_delete", "extension_event"})
+PRIVATE_RECORDS = frozenset({
+    "transcript_changed", "kv_put", "kv_delete", "extension_event",
+    "webhook_delivery_pending", "webhook_delivery_attempted", "webhook_delivery_done",
+    "webhook_delivery_abandoned",
+})  # fmt: skip
 RECORD_NAMES = PUBLIC_RECORDS | PRIVATE_RECORDS
 _ENVELOPE = ("seq", "kind", "at")
 

@@ -17,7 +17,7 @@ from brain.journal.errors import InvalidRecord
 from brain.journal.events import PUBLIC_RECORDS, rfc3339_ms
 from brain.journal.transcript_text import TranscriptList
 
-FOLD_VERSION = 1
+FOLD_VERSION = 2
 
 EFFECT_STARTS = frozenset({
     "activation_started", "model_call_started", "tool_call_started", "environment_op_started",
@@ -37,6 +37,8 @@ class Projection:
     integer epoch milliseconds. `unfinished_effects` maps each `*_started` sequence with no
     terminal record to its kind; `open_turn` and `open_activation` are the turn and activation
     still in flight. Restart recovery reads these to fail interrupted work without rerunning it.
+    `webhooks_pending` maps each webhook delivery with no `done` or `abandoned` record to
+    `{body, attempts}`: what a restart resumes.
     """
 
     last_seq: int = 0
@@ -55,6 +57,7 @@ class Projection:
     setups_done: int = 0
     failure: dict[str, Any] | None = None
     public_events: int = 0
+    webhooks_pending: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> Projection:
@@ -248,6 +251,20 @@ class ProjectionBuilder:
         v["status"] = "failed"
         v["failure"] = record.get("error")
 
+    def _webhook_pending(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        self._own("webhooks_pending")[record["id"]] = {"body": record.get("body"),
+                                                       "attempts": 0}
+
+    def _webhook_attempted(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        pending = v["webhooks_pending"].get(record["id"])
+        if pending is not None:
+            self._own("webhooks_pending")[record["id"]] = {**pending,
+                                                           "attempts": record["attempt"]}
+
+    def _webhook_over(self, v: dict[str, Any], record: dict[str, Any]) -> None:
+        if record["id"] in v["webhooks_pending"]:
+            self._own("webhooks_pending").pop(record["id"])
+
     def _no_change(self, v: dict[str, Any], record: dict[str, Any]) -> None:
         """A record that changes nothing but `last_seq`, `updated_at` and the Event count."""
 
@@ -269,6 +286,10 @@ _FOLDERS: dict[str, Callable[[ProjectionBuilder, dict[str, Any], dict[str, Any]]
     "forked_from": ProjectionBuilder._no_change,
     "cancel_requested": ProjectionBuilder._no_change,
     "extension_event": ProjectionBuilder._no_change,
+    "webhook_delivery_pending": ProjectionBuilder._webhook_pending,
+    "webhook_delivery_attempted": ProjectionBuilder._webhook_attempted,
+    "webhook_delivery_done": ProjectionBuilder._webhook_over,
+    "webhook_delivery_abandoned": ProjectionBuilder._webhook_over,
 }
 """How each record kind changes a projection: one entry per name in RECORD_NAMES."""
 _PUBLIC_KINDS = PUBLIC_RECORDS | {"extension_event"}

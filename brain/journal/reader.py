@@ -78,6 +78,11 @@ class SessionReader:
             view["status"] = "damaged"
         return view, error
 
+    def status_projection(self) -> tuple[Projection, CorruptJournal | None]:
+        """The projection without transcript and kv (a status read), and the refusal of a
+        damaged journal, whose readable prefix the projection then describes."""
+        return self._retry(lambda: self._fold(content=False))
+
     def damage(self) -> CorruptJournal | None:
         """The reason this session is refused, or None when it reads cleanly."""
         return self._retry(lambda: self._fold(content=False))[1]

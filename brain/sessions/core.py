@@ -32,9 +32,10 @@ from brain.actors.messages import (
     RunEnvironmentOp,
     StartTurn,
     TurnDeadline,
+    WebhookRecord,
 )
 from brain.effects import Outcome
-from brain.sessions import guest_ops, records, suspension, turns
+from brain.sessions import guest_ops, records, suspension, turns, webhooks
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import (
     ENVIRONMENT_PHASES,
@@ -129,7 +130,7 @@ def _opened(tx: Tx, opened: Opened) -> None:
                         "it is recorded as interrupted")
     interrupted = interrupted_work(opened.projection)
     if interrupted:
-        tx.commit(*interrupted)
+        webhooks.owe_deliveries(tx, tx.commit(*interrupted))  # an interrupted turn's too
         tx.checkpoint = True
 
 
@@ -273,6 +274,10 @@ def _expire_turn(tx: Tx, who: Requester, command: Command) -> None:
     turns.deadline(tx, TurnDeadline(command.delivered.command.turn))
 
 
+def _webhook_record(tx: Tx, who: Requester, command: Command) -> None:
+    webhooks.record_result(tx, command.delivered.command)
+
+
 _COMMANDS = {
     CreateSession: _create,
     StartTurn: _start_turn,
@@ -283,6 +288,7 @@ _COMMANDS = {
     RunAdmitted: _run_admitted,
     Outcomes: _outcomes,
     ExpireTurn: _expire_turn,
+    WebhookRecord: _webhook_record,
 }
 
 

@@ -143,3 +143,35 @@ def effect_unanswered(effect: str, started: int, message: str) -> Record:
     """Brain stopped waiting for the effect (its activation ended, or an executor did not
     confirm a cancellation): it may have happened, so `unknown`."""
     return effect_failed(effect, started, Outcome.UNKNOWN, {"message": message})
+
+
+# --- webhook deliveries (private: in the journal, never in Events) -------------------------
+
+
+def webhook_delivery_pending(delivery_id: str, body: dict[str, Any]) -> Record:
+    """A turn is over and its webhook is owed: `body` is what is POSTed, under `delivery_id`
+    (the `webhook-id` of every attempt). No URL and no secret: both are configuration."""
+    return {"kind": "webhook_delivery_pending", "id": delivery_id, "body": body}
+
+
+def webhook_delivery_attempted(delivery_id: str, attempt: int, status: int | None,
+                               error: str, retry_in_ms: int) -> Record:
+    """Attempt `attempt` (1, 2, ...) failed: the receiver's HTTP status (None when it never
+    answered) and why; the next attempt follows `retry_in_ms` later."""
+    return {"kind": "webhook_delivery_attempted", "id": delivery_id, "attempt": attempt,
+            "status": status, "error": error, "retry_in_ms": retry_in_ms}
+
+
+def webhook_delivery_done(delivery_id: str, attempt: int, status: int) -> Record:
+    return {"kind": "webhook_delivery_done", "id": delivery_id, "attempt": attempt,
+            "status": status}
+
+
+def webhook_delivery_abandoned(delivery_id: str, attempts: int, reason: str) -> Record:
+    return {"kind": "webhook_delivery_abandoned", "id": delivery_id, "attempts": attempts,
+            "reason": reason}
+
+
+WEBHOOK_RECORDS = frozenset({"webhook_delivery_pending", "webhook_delivery_attempted",
+                             "webhook_delivery_done", "webhook_delivery_abandoned"})
+"""The delivery records: bookkeeping beside the session's history, never part of a turn's."""

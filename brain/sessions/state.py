@@ -45,6 +45,7 @@ class Limits:
     max_tool_secs: float = 0
     max_emitted_bytes: int = 0
     idle_ttl_ms: int | None = None  # the default when the session's config names none
+    webhooks: bool = False  # a webhook is configured: each turn's end owes a delivery
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from brain.actors.messages import (
 )
 from brain.effects import Outcome
 from brain.journal import fold_all
-from brain.sessions import records
+from brain.sessions import records, webhooks
 from brain.sessions.extension_events import EventRefused, check_event, event_size
 from brain.sessions.state import (
     ActivationFinished,
@@ -321,6 +321,7 @@ def _finish(tx: Tx, result: dict[str, Any] | None, failure: dict[str, Any] | Non
             error = turn.stopping_error()
         batch.append(records.turn_failed(turn.sequence, error))
     terminal = tx.commit(*batch)[-1]
+    webhooks.owe_deliveries(tx, [terminal])
     tx.set(phase=Phase.IDLE, turn=None)
     if turn.requester is not None:
         tx.reply(turn.requester, body=turn_result(tx.state.session_id, turn.sequence, terminal))

@@ -13,8 +13,10 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -309,3 +311,31 @@ def test_the_http_route_needs_a_token(served: Served) -> None:
     resp = served.server.request("POST", f"/v1/sessions/{served.session_id}/replays",
                                  json={}, token=None)
     assert resp.status_code == 401
+
+
+def test_replays_a_worker_runs_at_once_are_bounded(tmp_path: Path) -> None:
+    """One web worker, a loop that never stops and a 3 s turn deadline: two replays run (and
+    are cut off), a third at the same time is refused `overloaded` with Retry-After."""
+    spin = compile_guest("spin", tmp_path / "guests")
+    server = configured(tmp_path, f'[agentloops.spin]\npath = "{spin}"\n',
+                        {"BRAIN_WEB_WORKERS": "1", "BRAIN_MAX_TURN_SECS": "3"}).start()
+    try:
+        session_id = server.create_session()["id"]
+        assert server.send(session_id, "hi")["status"] == "ended"
+
+        def replay(_: int) -> Any:
+            return server.request("POST", f"/v1/sessions/{session_id}/replays",
+                                  json={"agentloop": "spin"}, timeout=REPLAY_TIMEOUT_SECS)
+
+        with ThreadPoolExecutor(3) as pool:
+            answers = list(pool.map(replay, range(3)))
+        statuses = sorted(resp.status_code for resp in answers)
+        assert statuses == [200, 200, 503], [resp.text for resp in answers]
+        for resp in answers:
+            if resp.status_code == 200:
+                assert resp.json()["returned"]["error"]["code"] == "turn_timeout"
+            else:
+                assert resp.json()["error"]["code"] == "overloaded"
+                assert resp.headers["Retry-After"] == "5"
+    finally:
+        server.kill()

@@ -15,6 +15,7 @@ import json
 import logging
 import subprocess
 import sys
+import threading
 from typing import Any
 
 import falcon
@@ -22,6 +23,8 @@ import falcon
 from brain import errors
 from brain.config import BrainConfig, agentloop_path
 from brain.journal import SessionReader
+from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
+from brain.memory_budget import MemoryBudget
 from brain.settings import Settings
 from brain.web.contract import MAX_SEQUENCE, READ_ERRORS, Answer, operation
 from brain.web.reads import damaged_error, session_dir
@@ -31,6 +34,10 @@ log = logging.getLogger(__name__)
 
 REPLAY_MARGIN_SECS = 60.0
 """Beyond the turn deadline the guest runs under: the subprocess's start and its reads."""
+REPLAYS_PER_WORKER = 2
+"""Replays one web worker runs at once; more are refused `overloaded` (each is a process
+holding an Agentloop's memory, and a machine's cores are the sessions' first)."""
+BUSY_RETRY_AFTER_SECS = 5
 
 REPLAY_BODY = Schema("ReplayBody", {
     "type": "object",
@@ -89,13 +96,17 @@ REPLAY_REPORT = Schema("ReplayReport", {
 
 
 class ReplaysResource:
+    admits_work = True  # refused while the server drains, as a turn is
+
     def __init__(self, settings: Settings, config: BrainConfig) -> None:
         self.settings = settings
         self.config = config
+        self._memory = MemoryBudget(settings.memory_reserve_mb)
+        self._running = threading.BoundedSemaphore(REPLAYS_PER_WORKER)
 
     @operation("replayTurn", "Replay a finished turn against an Agentloop, sending nothing",
                {200: Answer("The report, diverged or not", REPLAY_REPORT)},
-               errors=READ_ERRORS, body=REPLAY_BODY)
+               errors=(*READ_ERRORS, 503), body=REPLAY_BODY)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         path = session_dir(self.settings, session_id)
         refused = SessionReader(path).damage()
@@ -107,7 +118,19 @@ class ReplaysResource:
             args += ["--turn", str(body["turn"])]
         if body.get("agentloop") is not None:
             args += ["--agentloop", self._configured(body["agentloop"])]
-        resp.media = self._run(args)
+        if self._memory.exhausted():
+            refusal = errors.Overloaded(self._memory.refusal_message())
+            refusal.retry_after = MEMORY_RETRY_AFTER_SECS
+            raise refusal
+        if not self._running.acquire(blocking=False):
+            refusal = errors.Overloaded(f"this worker already runs {REPLAYS_PER_WORKER} "
+                                        "replays; retry after Retry-After")
+            refusal.retry_after = BUSY_RETRY_AFTER_SECS
+            raise refusal
+        try:
+            resp.media = self._run(args)
+        finally:
+            self._running.release()
 
     def _configured(self, name: str) -> str:
         spec = self.config.agentloops.get(name)

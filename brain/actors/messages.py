@@ -142,12 +142,14 @@ class WebhookRecord(Message):
 class DeliverWebhook(Message):
     """Session actor (after `webhook_delivery_pending` is durable) or boot (deliveries a
     restart found pending) → webhook executor: POST `body` under the stable `delivery_id`;
-    `attempts` were made before."""
+    `attempts` were made before. `started`: the sequence of its `webhook_delivery_pending`, the
+    commit it may not precede (`brain trace --check`); 0 when boot resumes it."""
 
     session_id: str
     delivery_id: str
     body: dict[str, Any]
     attempts: int = 0
+    started: int = 0
 
 
 @dataclass(frozen=True)

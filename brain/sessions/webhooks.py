@@ -54,8 +54,9 @@ def owe_deliveries(tx: Tx, committed: list[dict[str, Any]]) -> None:
         if terminal["kind"] in TURN_TERMINALS:
             body = body_of(session_id, terminal)
             ident = delivery_id(session_id, terminal["seq"])
-            tx.commit(records.webhook_delivery_pending(ident, body))
-            tx.send(WEBHOOK_EXECUTOR_GLOBAL_NAME, DeliverWebhook(session_id, ident, body))
+            [pending] = tx.commit(records.webhook_delivery_pending(ident, body))
+            tx.send(WEBHOOK_EXECUTOR_GLOBAL_NAME,
+                    DeliverWebhook(session_id, ident, body, started=pending["seq"]))
 
 
 def record_result(tx: Tx, command: WebhookRecord) -> None:

@@ -1,8 +1,9 @@
 """`brain trace --check`: the commit-before-send rule, proved from a trace alone.
 
-An effect message (RunModelCall, RunToolCall, RunEnvironmentOp, HostCallOffer) names the
-sequence of its `*_started` record (`fenced_by`). The rule holds when, for every such send, the
-same session's "commit" line holding that sequence comes earlier on the shared monotonic clock.
+An effect message (RunModelCall, RunToolCall, RunEnvironmentOp, HostCallOffer, DeliverWebhook)
+names the sequence of its `*_started` (or `webhook_delivery_pending`) record (`fenced_by`). The
+rule holds when, for every such send, the same session's "commit" line holding that sequence
+comes earlier on the shared monotonic clock.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-EFFECT_MESSAGES = frozenset({"RunModelCall", "RunToolCall", "RunEnvironmentOp", "HostCallOffer"})
-"""Messages that start an effect: each may leave only after its `*_started` record is durable."""
+EFFECT_MESSAGES = frozenset({"RunModelCall", "RunToolCall", "RunEnvironmentOp", "HostCallOffer",
+                             "DeliverWebhook"})
+"""Messages that start an effect: each may leave only after its `*_started` record (for a
+webhook, its `webhook_delivery_pending`) is durable."""
 
 HOUSEKEEPING = frozenset({"MetricsReport", "WatchMessage", "WakeupMessage(RefillPool)", "ping",
                           "pong"})

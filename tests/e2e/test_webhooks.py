@@ -11,6 +11,8 @@ import base64
 import hashlib
 import hmac
 import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -324,3 +326,23 @@ def test_results_arriving_during_the_next_turn_wait_for_its_end(tmp_path: Path) 
             assert kinds[ended] == "turn_ended"
         finally:
             server.kill()
+
+
+def test_the_delivery_leaves_after_its_pending_record_by_the_trace(tmp_path: Path,
+                                                                  receiver: Receiver) -> None:
+    """`brain trace --check` counts DeliverWebhook as an effect fenced by its pending record."""
+    trace = tmp_path / "trace.jsonl"
+    server = configured(tmp_path, "", webhook_env(receiver, BRAIN_TRACE=str(trace))).start()
+    try:
+        sid = server.create_session()["id"]
+        server.send(sid, "hello")
+        receiver.wait_posts(1)
+    finally:
+        server.kill()
+    lines = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    [deliver] = [x for x in lines if x.get("dir") == "send" and x.get("msg") == "DeliverWebhook"]
+    assert deliver["session_id"] == sid and deliver["fenced_by"] > 0
+    checked = subprocess.run([sys.executable, "-m", "brain.cli", "trace", "--check", str(trace)],
+                             capture_output=True, text=True, timeout=60)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("ok: 2 effect messages")  # the model call and the webhook

@@ -50,7 +50,8 @@ def test_a_turn_s_end_owes_a_delivery_in_the_same_batch_and_sends_it_after():
     assert pending["body"] == {"session_id": SESSION, "sequence": turn, "kind": "turn_ended",
                                "status": "ended"}
     [send] = [s for s in step.sends if s.to == WEBHOOK_EXECUTOR_GLOBAL_NAME]
-    assert send.message == DeliverWebhook(SESSION, pending["id"], pending["body"])
+    assert send.message == DeliverWebhook(SESSION, pending["id"], pending["body"],
+                                          started=pending["seq"])
     assert session.state.projection.webhooks_pending == {
         pending["id"]: {"body": pending["body"], "attempts": 0}}
     assert to_event(pending, 0) is None  # private

@@ -21,6 +21,9 @@ from typing import Any
 import pytest
 
 from brain.journal import JournalScan
+from brain.replayer.refusal import ReplayRefused
+from brain.replayer.run import replay_turn
+from brain.settings import Settings
 from tests.agentloop.helpers import compile_guest
 from tests.support.python_guests import python_guest, seed_compiled
 from tests.support.server import BrainServer, configured
@@ -117,6 +120,23 @@ def test_the_unchanged_loop_agrees_with_every_call_and_writes_nothing(served: Se
     tools_step = report["steps"][4]
     assert tools_step["answer"]["results"][0]["content"] == {"text": "ping"}
     assert files_of(session_dir) == before  # byte for byte: nothing written, nothing added
+
+
+def test_the_report_in_process(served: Served) -> None:
+    """`replay_turn` itself, as the command calls it: a report whose JSON form is the
+    command's, and a refusal for a turn that is not there."""
+    settings = Settings.from_env({"BRAIN_DATA_DIR": str(served.server.data_dir)})
+    report = replay_turn(settings, served.session_id, served.tool_turn, served.audited)
+    assert report.verdict == "diverged"
+    assert report.divergence is not None and report.divergence.call == 5
+    assert json.loads(json.dumps(report.as_json()))["divergence"]["op"] == "kv.put"
+    assert len(report.lines()) == 1 + 5 + 3 + 1  # title, steps, both sides, verdict
+    with pytest.raises(ReplayRefused) as refused:
+        replay_turn(settings, served.session_id, served.tool_turn + 1)
+    assert refused.value.code == "invalid_request"
+    with pytest.raises(ReplayRefused) as refused:
+        replay_turn(settings, "../sessions")
+    assert refused.value.code == "not_found"
 
 
 def test_the_default_turn_is_the_last_finished_one_and_the_text_is_one_line_a_step(

@@ -22,6 +22,7 @@ from tests.console.browser import (
     script_errors,
 )
 from tests.e2e.test_http_refusals_and_damage import damage_first_record
+from tests.support.guests import example_guest
 from tests.support.noting import NOTING, note
 from tests.support.server import BrainServer, serving
 
@@ -274,4 +275,47 @@ def test_fork_here_on_an_event_opens_the_fork(server, driver, shots):
     find(driver, '#events .event[data-seq="1"] a.parent').click()
     wait(driver, lambda d: d.current_url.endswith(f"#/s/{sid}") and
          "the second question" in find(d, "#transcript").text, "back on the parent's page")
+    assert script_errors(driver) == []
+
+
+def test_replay_this_turn_shows_the_report(tmp_path, driver, shots):
+    """On a finished turn's Event: the session's own loop agrees, another configured one
+    diverges with both sides shown, and an unknown name is refused in the error bar."""
+    counter = example_guest("turn_counter")
+    running = serving(tmp_path, f'[agentloops.counter]\npath = "{counter}"\n')
+    server = next(running)
+    try:
+        replay_with(server, driver, shots)
+    finally:
+        running.close()
+
+
+def replay_with(server: BrainServer, driver, shots) -> None:
+    sid = server.create_session()["id"]
+    server.send(sid, "a turn to replay")
+    end = [e for e in server.events(sid) if e["kind"] == "turn_ended"][0]["sequence"]
+    sign_in(driver, server)
+    driver.get(f"{server.url}/console#/s/{sid}")
+    wait(driver, lambda d: "turn_ended" in event_kinds(d), "the turn's end")
+    row = f'#events .event[data-seq="{end}"]'
+    report = f"{row} pre.replay-report"
+    assert [r.get_attribute("data-kind") for r in finds(driver, "#events .event")
+            if r.find_elements("css selector", "button.replay")] == ["turn_ended"]
+    find(driver, f"{row} summary").click()
+    find(driver, f"{row} button.replay").click()
+    wait(driver, lambda d: "no divergence" in find(d, report).text,
+         "the report of the session's own loop")
+    assert "1. transcript.read answered" in find(driver, report).text
+    find(driver, f"{row} input.replay-agentloop").send_keys("counter")
+    find(driver, f"{row} button.replay").click()
+    wait(driver, lambda d: "diverged at guest call" in find(d, report).text,
+         "the report of another loop")
+    assert "diverged" in find(driver, report).get_attribute("class")
+    assert "journal: " in find(driver, report).text and "asked: " in find(driver, report).text
+    screenshot(driver, shots, "console-replay")
+    find(driver, f"{row} input.replay-agentloop").clear()
+    find(driver, f"{row} input.replay-agentloop").send_keys("nonesuch")
+    find(driver, f"{row} button.replay").click()
+    wait(driver, lambda d: "unknown name 'nonesuch'" in find(d, "#error").text,
+         "the refusal in the error bar")
     assert script_errors(driver) == []

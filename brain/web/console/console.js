@@ -260,6 +260,7 @@ function sessionView(id) {
     else if (ev.kind === "turn_ended" || ev.kind === "turn_failed") state.openTurn = null;
     const fork = state.openTurn === null ? el("button", { class: "quiet fork", text: "Fork here",
       "data-fork": ev.sequence, onclick: () => forkAt(ev.sequence) }) : null;
+    const replay = ["turn_ended", "turn_failed"].includes(ev.kind) ? replayPanel(d.started) : null;
     const failed = /_failed$/.test(ev.kind) || ev.kind === "cancel_requested";
     const row = el("details", { class: `event${failed ? " failed" : ""}${ev.origin ? " extension" : ""}`, "data-seq": ev.sequence, "data-kind": ev.kind },
       el("summary", {}, el("span", { class: "seq mono", text: `#${ev.sequence}` }),
@@ -267,7 +268,7 @@ function sessionView(id) {
         detail ? el("span", { class: "detail", text: detail }) : null),
       ev.kind === "forked_from" ? el("a", { class: "parent", href: `#/s/${encodeURIComponent(d.session_id)}`,
                                             text: "open the session it was forked from" }) : null,
-      fork, el("pre", { text: JSON.stringify(ev, null, 2) }));
+      fork, replay, el("pre", { text: JSON.stringify(ev, null, 2) }));
     const atBottom = events.scrollTop + events.clientHeight >= events.scrollHeight - 20;
     events.append(row);
     if (atBottom) events.scrollTop = events.scrollHeight;
@@ -287,6 +288,27 @@ function sessionView(id) {
       const child = await api("POST", `${base}/forks`, { at_sequence: sequence });
       location.hash = `#/s/${child.id}`;
     } catch (err) { showError(err); }
+  }
+  // Replays the finished turn `turn` offline with a configured Agentloop (blank: the
+  // session's own) and shows the report as `brain replay` prints it (docs/replay.md).
+  function replayPanel(turn) {
+    const name = el("input", { class: "replay-agentloop", "aria-label": "Agentloop to replay with",
+                               placeholder: "Agentloop name (blank: the session's own)" });
+    const report = el("pre", { class: "replay-report", hidden: true });
+    const button = el("button", { class: "quiet replay", text: "Replay this turn", "data-turn": turn,
+      onclick: async () => {
+        button.disabled = true; showError(null);
+        report.hidden = false; report.className = "replay-report"; report.textContent = "replaying…";
+        try {
+          const body = name.value.trim() ? { turn, agentloop: name.value.trim() } : { turn };
+          const answer = await api("POST", `${base}/replays`, body);
+          report.className = `replay-report ${answer.verdict}`;
+          report.textContent = reportText(answer);
+          report.scrollIntoView({ block: "nearest" });
+        } catch (err) { report.hidden = true; showError(err); }
+        finally { button.disabled = false; }
+      } });
+    return el("div", { class: "replay-panel" }, el("div", { class: "row" }, name, button), report);
   }
   function addDelta(delta) {
     pending.hidden = false;
@@ -350,6 +372,25 @@ function sessionView(id) {
 
   refresh().then(loadTranscript).then(follow).catch(showError);
   return () => { state.stopped = true; if (state.controller) state.controller.abort(); };
+}
+
+// A replay report as lines: one per guest call, both sides of a divergence, then the verdict.
+function reportText(r) {
+  const lines = [`turn #${r.turn} replayed with ${r.agentloop.path}` +
+                 (r.same_module ? " (the session's own module)" : "")];
+  for (const s of r.steps) {
+    const seqs = s.sequences.length ? `  #${s.sequences.join(", #")}` : "";
+    lines.push(`${s.call}. ${s.op} ${s.status}${seqs}`);
+    if (s.status === "diverged") {
+      lines.push(`   ${s.message}`, `   journal: ${shortText(s.journaled, 300)}`,
+                 `   asked:   ${shortText(s.asked, 300)}`);
+    }
+  }
+  const at = r.divergence && (r.divergence.op === "return" ? "its return"
+    : `guest call ${r.divergence.call} (${r.divergence.op})`);
+  lines.push(r.verdict === "match" ? "no divergence: every call and the return agree with the journal"
+    : `diverged at ${at}, after ${r.matched_records} of ${r.journaled_records} records`);
+  return lines.join("\n");
 }
 
 // Reads an event stream with fetch(): committed Events (id, event, data) and model_delta frames.

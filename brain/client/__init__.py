@@ -62,7 +62,7 @@ from brain.client.signal import CancelSignal, Signal
 from brain.client.stream import EventStream
 
 __all__ = [
-    "Brain", "AsyncBrain", "AsyncSession", "AsyncEventStream",
+    "Brain", "AsyncBrain", "AsyncSession", "AsyncEventStream", "AsyncHostServer",
     "Session", "EventStream", "CancelSignal", "Signal", "new_idempotency_key",
     "HostServer", "HostCall", "current_call", "AlreadyAnswered",
     "Event", "EventPage", "ModelDelta", "Origin", "Receipt", "Transcript", "TurnError",
@@ -76,7 +76,8 @@ __all__ = [
 ]
 
 _ASYNC = {"AsyncBrain": "brain.client.async_client", "AsyncSession": "brain.client.async_session",
-          "AsyncEventStream": "brain.client.async_stream"}
+          "AsyncEventStream": "brain.client.async_stream",
+          "AsyncHostServer": "brain.client.async_host"}
 
 
 def __getattr__(name: str) -> Any:

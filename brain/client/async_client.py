@@ -4,11 +4,12 @@ The same calls as `Brain` (brain/client/sessions_client.py), awaited: create, re
 sessions, and AsyncSession handles (brain/client/async_session.py) whose send, submit, pages,
 transcript, follow, interrupt, end and delete mirror the sync Session's. Answers are the same
 shapes, failures the same exceptions, keys the same rules (docs/client.md, "The asyncio
-client"). Serving `host` Tools and Environments with `async def` handlers is not part of it:
-use the sync `Brain.serve_host` in a thread for that.
+client"). `serve_host` serves `host` Tools and Environments with `async def` handlers from
+the same event loop (brain/client/async_host.py).
 
 One AsyncBrain belongs to one event loop (its httpx.AsyncClient does). `aclose()` (or `async
-with`) releases its connections and sends nothing about sessions, like the sync `close()`.
+with`) stops the host servers it started, releases its connections and sends nothing about
+sessions, like the sync `close()`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Self
 
 from brain import __version__
 from brain.client.async_api import AsyncApi, AsyncTransport
+from brain.client.async_host import AsyncHostServer, AsyncToolHandler
 from brain.client.async_session import AsyncSession
 from brain.client.sessions_client import session_body
 from brain.client.transport import Timeouts
@@ -38,11 +40,11 @@ class AsyncBrain:
         }
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
                    "User-Agent": f"brain-python/{__version__} asyncio"}
-        timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
-                            stream=stream_timeout)
-        self._api = AsyncApi(AsyncTransport(self.base_url, headers, timeouts,
-                                            max_idle=max_idle_connections,
-                                            ssl_context=ssl_context))
+        self._headers = headers
+        self._timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
+                                  stream=stream_timeout)
+        self._api = AsyncApi(self._new_transport(max_idle_connections))
+        self._hosts: list[AsyncHostServer] = []
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
@@ -55,7 +57,10 @@ class AsyncBrain:
         return self._api.closed
 
     async def aclose(self) -> None:
-        """Release connections; idempotent. Never interrupts, ends or deletes a session."""
+        """Stop this client's host servers at once (their running handlers are cancelled) and
+        release connections; idempotent. Never interrupts, ends or deletes a session."""
+        for host in list(self._hosts):
+            await host.aclose(timeout=0)
         await self._api.transport.aclose()
 
     async def __aenter__(self) -> Self:
@@ -68,6 +73,35 @@ class AsyncBrain:
         """A new client for the same server and options, with its own connections and lifetime."""
         self._api.check_open()
         return type(self)(self.base_url, token, **self._options)
+
+    # --- host Tools and Environments --------------------------------------------------------
+
+    async def serve_host(self, tools: dict[str, AsyncToolHandler] | None = None,
+                         environments: dict[str, Any] | None = None, *, wait_secs: float = 25.0,
+                         max_concurrency: int = 16) -> AsyncHostServer:
+        """Serve `host` Tools and Environments from this event loop until aclose().
+
+        The sync `Brain.serve_host`'s arguments and answers: `tools` maps configured host Tool
+        names to `async def handler(call) -> content` (or `{content, is_error, events}`);
+        `environments` maps configured host Environment names to objects with `setup()
+        detach() teardown() exec(request) read(request) write(request)`, async or not. A
+        handler that is not `async def` runs in a worker thread (docs/host-tools.md).
+        """
+        self._api.check_open()
+        host = AsyncHostServer(self, tools, environments, wait_secs=wait_secs,
+                               max_concurrency=max_concurrency)
+        self._hosts.append(host)
+        return host.start()
+
+    def _new_transport(self, max_idle: int) -> AsyncTransport:
+        """Connections of this client's server, token and timeouts, with a lifetime of their own."""
+        return AsyncTransport(self.base_url, self._headers, self._timeouts, max_idle=max_idle,
+                              ssl_context=self._options["ssl_context"])
+
+    def _disown(self, part: AsyncHostServer) -> None:
+        """`part` stopped by itself: this client's aclose has nothing left to stop in it."""
+        if part in self._hosts:
+            self._hosts.remove(part)
 
     # --- sessions ---------------------------------------------------------------------------
 

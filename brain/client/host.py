@@ -13,6 +13,7 @@ with `child.send(text, signal=context.signal)` (docs/concepts.md, "Effects"; doc
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import secrets
@@ -28,10 +29,21 @@ from brain.client.errors import (
     ClientClosed,
     Forbidden,
     InvalidRequest,
-    NotFound,
-    TransportError,
     Unauthorized,
     api_error,
+)
+from brain.client.host_answers import (
+    REQUEST_OPS,
+    environment_method,
+    log_unposted,
+    message_of,
+    missing_op_answer,
+    missing_tool_answer,
+    op_failure_answer,
+    op_result_answer,
+    postable,
+    tool_failure_answer,
+    tool_value_answer,
 )
 from brain.client.sessions_client import SessionsClient
 from brain.client.signal import CancelSignal
@@ -45,13 +57,12 @@ FIRST_BACKOFF_SECS = 0.5
 MAX_BACKOFF_SECS = 5.0
 ANSWER_TIMEOUT_SECS = 30.0
 RELEASE_TIMEOUT_SECS = 5.0
-ENVIRONMENT_OPS = ("setup", "detach", "teardown", "exec", "read", "write")
-REQUEST_OPS = ("exec", "read", "write")  # the ops whose method takes the request
-TOOL_ANSWER_KEYS = frozenset({"content", "is_error", "events"})
 
 ToolHandler = Callable[["HostCall"], Any]
 
 _current = threading.local()
+_current_in_task: contextvars.ContextVar[HostCall | None] = contextvars.ContextVar(
+    "brain_host_call", default=None)  # set by the asyncio host server for each call's task
 
 
 @dataclass
@@ -61,8 +72,8 @@ class HostCall:
     `sequence` is the `tool_call_started` (or `environment_op_started`) record: with
     `session_id`, the operation's only identifier. `deadline` is a `time.time()` epoch or None.
     `signal` fires when Brain cancels the call or the HostServer stops; `brain` is the client
-    that serves (the `Brain` whose `serve_host` started it), for handlers that drive other
-    sessions.
+    that serves (the `Brain` whose `serve_host` started it, or the `AsyncBrain` for an
+    AsyncHostServer), for handlers that drive other sessions.
     """
 
     call_id: str
@@ -90,8 +101,14 @@ class HostCall:
 
 
 def current_call() -> HostCall | None:
-    """The call the calling handler thread serves (Environment methods receive no context)."""
-    return getattr(_current, "call", None)
+    """The call the calling handler serves (Environment methods receive no context): its
+    thread's under a HostServer, its task's (or its worker thread's) under an AsyncHostServer."""
+    return getattr(_current, "call", None) or _current_in_task.get()
+
+
+def set_task_call(call: HostCall | None) -> contextvars.Token[HostCall | None]:
+    """Make `call` what `current_call()` answers in this asyncio task and what it starts."""
+    return _current_in_task.set(call)
 
 
 class HostServer:
@@ -237,64 +254,33 @@ class HostServer:
     def _tool_answer(self, call: HostCall) -> dict[str, Any]:
         handler = self.tools.get(call.name)
         if handler is None:
-            return {"content": f"this host does not serve the tool {call.name!r}",
-                    "is_error": True}
+            return missing_tool_answer(call.name)
         try:
             value = handler(call)
         except Exception as exc:
             log.info("host tool %s (%s) raised %r", call.name, call.call_id, exc)
-            answer: dict[str, Any] = {"content": _message(exc), "is_error": True}
-            if call.signal.cancelled:
-                answer["outcome"] = "cancelled"
-            return answer
-        if isinstance(value, dict) and "content" in value and set(value) <= TOOL_ANSWER_KEYS:
-            return dict(value)
-        return {"content": value, "is_error": False}
+            return tool_failure_answer(message_of(exc), call.signal.cancelled)
+        return tool_value_answer(value)
 
     def _env_answer(self, call: HostCall) -> dict[str, Any]:
-        handler = self.environments.get(call.name)
-        method = getattr(handler, call.op, None) if call.op in ENVIRONMENT_OPS else None
-        if handler is None or not callable(method):
-            return {"error": {"message": f"this host's environment {call.name!r} has no "
-                                         f"{call.op} operation"}}
+        method = environment_method(self.environments.get(call.name), call.op)
+        if method is None:
+            return missing_op_answer(call.name, call.op)
         try:
             result = method(call.request or {}) if call.op in REQUEST_OPS else method()
         except Exception as exc:
             log.info("host environment %s.%s (%s) raised %r", call.name, call.op, call.call_id,
                      exc)
-            error: dict[str, Any] = {"message": _message(exc)}
-            if call.signal.cancelled:
-                error["outcome"] = "cancelled"
-            return {"error": error}
-        if result is None:
-            result = {}
-        if not isinstance(result, dict):
-            return {"error": {"message": f"{call.op} returned {type(result).__name__}, "
-                                         f"not an object"}}
-        return {"result": result}
+            return op_failure_answer(message_of(exc), call.signal.cancelled)
+        return op_result_answer(call.op, result)
 
     def _post_answer(self, call: HostCall, answer: dict[str, Any]) -> None:
         """Once. A lost answer is not resent: Brain records the call `unknown` (never rerun)."""
-        try:
-            json.dumps(answer, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            message = f"the handler's answer is not JSON ({exc})"
-            answer = {"content": message, "is_error": True} if call.kind == "tool" \
-                else {"error": {"message": message}}
         path = f"/v1/host/calls/{quote_segment(call.call_id)}"
         try:
-            self._post(path, answer, ANSWER_TIMEOUT_SECS)
-        except ClientClosed:
-            log.warning("host call %s: the host server stopped before the answer was posted",
-                        call.call_id)
-        except TransportError as exc:
-            log.error("host call %s: the answer may not have reached Brain and is not resent "
-                      "(Brain records it unknown if it did not): %s", call.call_id, exc)
-        except NotFound:
-            log.warning("host call %s: Brain no longer waits for it (deadline passed or the "
-                        "call was settled); the answer was dropped", call.call_id)
+            self._post(path, postable(call.kind, answer), ANSWER_TIMEOUT_SECS)
         except BrainClientError as exc:
-            log.error("host call %s: Brain refused the answer: %s", call.call_id, exc)
+            log_unposted(call.call_id, exc)
 
     def _post(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
         data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
@@ -306,6 +292,3 @@ class HostServer:
         value = answer.json()
         return value if isinstance(value, dict) else {}
 
-
-def _message(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__

@@ -52,6 +52,7 @@ from brain.actors.proctitle import name_thespian_processes
 from brain.actors.recovery_hand_over import hand_over_recoveries
 from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
+from brain.actors.thespian_idle import cheapen_idle_socket_walk
 from brain.actors.thespian_select import use_one_shot_poll
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
@@ -295,6 +296,7 @@ def main() -> int:
         return refuse(str(exc))
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
     use_one_shot_poll()  # the admin and every actor are forks of this process
+    cheapen_idle_socket_walk()
     keep_admin_in_this_process_group()
     name_thespian_processes()
     try:

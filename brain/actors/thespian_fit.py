@@ -1,7 +1,8 @@
 """Refuse to patch a Thespian that Brain's fixes were not written for.
 
-Four modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
-thespian_reuse.py, thespian_select.py, thespian_receive.py and thespian_convention.py. A
+Five modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
+thespian_reuse.py, thespian_select.py, thespian_receive.py, thespian_idle.py and
+thespian_convention.py. A
 private part can change in any release; a patch applied to a changed one would fail at the
 first message, or worse, quietly undo the fix. So before anything is patched, the installed
 Thespian must be 4.0.1 and every attribute a patch replaces or relies on must still be there
@@ -72,6 +73,15 @@ PATCHES: dict[str, tuple[Relied, ...]] = {
                                                           "rcvBuf")),
         Relied("thespian.system.transport.streamBuffer", "ReceiveBuffer.__init__",
                ("self", "serializer")),
+    ),
+    "thespian_idle": (
+        Relied("thespian.system.transport.IPBase", "IPActorAddress.__hash__", ("self",)),
+        Relied("thespian.system.transport.IPBase", "IPActorAddress.__getstate__", ("self",)),
+        Relied("thespian.system.transport.IPBase", "IPActorAddress.socketArgs"),
+        Relied("thespian.system.transport.IPBase", "IPActorAddress.connectArgs"),
+        Relied(TRANSPORT, "IdleSocket.expired", ("self",)),
+        Relied(TRANSPORT, "IdleSocket.__init__", ("self", "socket", "addr")),
+        Relied("thespian.system.timing", "currentTime"),
     ),
     "thespian_convention": (
         Relied(CONVENTION, "ConventioneerAdmin._not_compatible", ("self", "createActorEnvelope")),

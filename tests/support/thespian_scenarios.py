@@ -1,4 +1,4 @@
-"""The symptoms Brain's four Thespian patches fix, each reproduced in a process of its own.
+"""The symptoms Brain's five Thespian patches fix, each reproduced in a process of its own.
 
 `python -m tests.support.thespian_scenarios NAME [--unpatched]` runs one scenario against the
 installed Thespian, with Brain's patch for it applied (through the function Brain applies it
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from thespian.actors import Actor, NoCompatibleSystemForActor
+from thespian.system import timing
 from thespian.system.transport import (
     ExternalInterfaceTransportInit,
     ReceiveEnvelope,
@@ -36,6 +37,7 @@ from thespian.system.transport import (
     TransmitOnly,
 )
 from thespian.system.transport import TCPTransport as tcp
+from thespian.system.transport.IPBase import IPActorAddress
 
 BIG_BYTES = 2_000_000
 """A message larger than what the kernel buffers for a socket: its sending takes several
@@ -126,6 +128,27 @@ def receive(patched: bool) -> dict[str, Any]:
     reads = _count_calls(tcp.TCPTransport, "_handleReadableIncoming")
     sent = transmit(a, b, ("message", bytes(4000)))
     return {"arrived": sent["arrived"], "reads": reads()}
+
+
+def idle(patched: bool, peers: int = 30) -> dict[str, Any]:
+    """Ten messages each way between two transports while one also keeps idle connections to
+    `peers` others: how often its loop hashed an address and built a timer view."""
+    tcp.TCPTransport.REUSE_SOCKETS = True  # as in Brain's actor processes (confine.py)
+    if patched:
+        from brain.actors.thespian_idle import cheapen_idle_socket_walk
+
+        cheapen_idle_socket_walk()
+    hub, other = endpoint(), endpoint()
+    for peer in [endpoint() for _ in range(peers)]:
+        transmit(hub, peer, "hello")
+        transmit(peer, hub, "hello")
+    idle_kept = len(hub._openSockets)
+    hashes = _count_property(IPActorAddress, "socketArgs")
+    views = _count_calls(timing.ExpirationTimerView, "__init__")
+    arrived = [transmit(*pair, f"message {n}")["arrived"]
+               for n in range(10) for pair in ((hub, other), (other, hub))]
+    return {"arrived": sum(arrived), "idle_kept": idle_kept, "address_hashes": hashes(),
+            "timer_views": views()}
 
 
 class Elsewhere(Actor):
@@ -236,11 +259,25 @@ def _count_calls(owner: type, name: str) -> Callable[[], int]:
     return lambda: calls[0]
 
 
+def _count_property(owner: type, name: str) -> Callable[[], int]:
+    """Count reads of the property `owner.name` from now on."""
+    original = getattr(owner, name)
+    reads = [0]
+
+    def counted(instance: Any) -> Any:
+        reads[0] += 1
+        return original.fget(instance)
+
+    setattr(owner, name, property(counted))
+    return lambda: reads[0]
+
+
 SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "reuse": reuse,
     "reuse-late-close": lambda patched: reuse(patched, late_close=True),
     "select": select,
     "receive": receive,
+    "idle": idle,
     "convention-forward": convention_forward,
     "convention-nobody-else": convention_nobody_else,
 }

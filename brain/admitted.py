@@ -7,7 +7,8 @@ them apart: before it commits `turn_started`, the admitting web worker writes
 and the turn's sequence. A session actor runs the open turn only when the marker names it and
 the current boot id; after a restart the boot id differs, so the turn fails `interrupted`
 whatever order the start-up scan and new requests take. The marker needs no fsync: if a crash
-loses it, the turn it named is a crash's leftover anyway.
+loses it, the turn it named is a crash's leftover anyway. With BRAIN_OTEL it also carries the
+submit's W3C traceparent, so the actor that runs the turn continues the request's trace.
 """
 
 from __future__ import annotations
@@ -18,23 +19,34 @@ from pathlib import Path
 MARKER_NAME = "admitted"
 
 
-def mark_admitted(session_dir: Path, boot_id: str, sequence: int) -> None:
+def mark_admitted(session_dir: Path, boot_id: str, sequence: int,
+                  traceparent: str | None = None) -> None:
     """Say that this run admits the turn `sequence` (before its turn_started is committed)."""
     path = session_dir / MARKER_NAME
     tmp = session_dir / f"{MARKER_NAME}.tmp"
-    tmp.write_text(f"{boot_id} {sequence}\n", encoding="ascii")
+    fields = [boot_id, str(sequence), *([traceparent] if traceparent else [])]
+    tmp.write_text(" ".join(fields) + "\n", encoding="ascii")
     os.replace(tmp, path)
+
+
+def _marker_fields(session_dir: Path) -> list[str]:
+    try:
+        return (session_dir / MARKER_NAME).read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return []
 
 
 def admitted_in_this_run(session_dir: Path, boot_id: str | None, sequence: int) -> bool:
     """True when the marker names the turn `sequence` and this run's boot id."""
     if not boot_id:
         return False
-    try:
-        text = (session_dir / MARKER_NAME).read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return text.split() == [boot_id, str(sequence)]
+    return _marker_fields(session_dir)[:2] == [boot_id, str(sequence)]
+
+
+def admitted_traceparent(session_dir: Path) -> str | None:
+    """The traceparent of the submit that admitted the marked turn, if it carried one."""
+    fields = _marker_fields(session_dir)
+    return fields[2] if len(fields) > 2 else None
 
 
 def admitted_sessions(sessions_path: Path, boot_id: str) -> list[str]:

@@ -59,6 +59,7 @@ from brain.ports import free_port, local_host, port_is_free
 from brain.procstat import ProcStat, all_stats, read_stat
 from brain.sessions.scan import start_up_scan
 from brain.settings import Settings
+from brain.tracing.otel import clear_kept_traceparents
 
 THESPIAN_LOGGING = {
     "version": 1,
@@ -309,6 +310,7 @@ def main() -> int:
     os.environ["BRAIN_ACTOR_PORT"] = str(port)  # what every actor's Settings then reads
     preload_for_actors()
     precompile_agentloops(settings)
+    clear_kept_traceparents(settings.data_path)  # no turn suspended before a restart resumes
     if settings.member is not None:
         patch_forwarded_creates()
     from thespian.actors import ActorSystem

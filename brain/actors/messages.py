@@ -49,6 +49,7 @@ class CreateSession(Message):
     transcript: list[dict[str, Any]]
     kv: dict[str, Any] = field(default_factory=dict)
     forked_from: dict[str, Any] | None = None
+    traceparent: str | None = None  # BRAIN_OTEL: the create's commit continues the request
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
+    CreateSession,
     Delivered,
     EffectBatch,
     EffectDone,
@@ -156,7 +157,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             rename_actor_process(f"session {msg.session_id}")
             self.core = self._new_core(msg.session_id)
         handled = self.core.handled
-        if self.otel_spans is not None and isinstance(msg.command, StartTurn):
+        if self.otel_spans is not None and isinstance(msg.command, (StartTurn, CreateSession)):
             self.otel_spans.pending_parent = msg.command.traceparent
         try:
             refused, set_up = self._open_for(msg.command, self.suspension_for(msg))

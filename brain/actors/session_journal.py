@@ -15,7 +15,7 @@ from typing import Any
 
 from brain import errors
 from brain.actors.messages import CreateSession, DeleteSession, Reply
-from brain.admitted import admitted_in_this_run, clear_admitted
+from brain.admitted import admitted_in_this_run, admitted_traceparent, clear_admitted
 from brain.damage_report import report_damage
 from brain.journal import (
     CorruptJournal,
@@ -97,6 +97,10 @@ class SessionJournal:
         started = next(SessionReader(self.session_dir).events_after(sequence - 1))
         self.latencies.note([{"kind": "turn_started", "seq": sequence,
                               "at": epoch_ms(started["at"])}])
+        if self.otel_spans is not None:  # the turn's span continues the submit's trace
+            self.otel_spans.admitted_turn(self.core.session_id, sequence,
+                                          admitted_traceparent(self.session_dir),
+                                          epoch_ms(started["at"]) * 1_000_000)
         return AdmittedTurn(sequence, started["data"]["input"])
 
     def _open_for(self, command: Any, suspended: Any = None

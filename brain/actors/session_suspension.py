@@ -63,6 +63,9 @@ class SuspendingSession:
         """After an open: what the suspended turn's activation journaled, if there is one."""
         self._timeline = None
         if suspended is None or self.writer is None:
+            spans = self.otel_spans  # type: ignore[attr-defined]
+            if spans is not None and self.core is not None:
+                spans.no_suspended_turn(self.core.session_id)
             return
         history, self.writer.history = self.writer.history, None  # the writer keeps none
         if history is None:  # the checkpoint is newer than the turn: read it from the start

@@ -114,6 +114,29 @@ def traceparent(span: Any) -> str | None:
     return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
+KEPT_DIR = ("run", "otel")
+"""Where a suspended turn's traceparent waits for the actor that resumes it, per session."""
+
+
+def clear_kept_traceparents(data_path: Path) -> int:
+    """Remove every kept traceparent: at start, before any actor runs. A restart fails every
+    turn that was suspended (nothing resumes it), so what the last run kept has no reader.
+    Returns how many were removed."""
+    folder = data_path.joinpath(*KEPT_DIR)
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        try:
+            (folder / name).unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 class SessionSpans:
     """The spans of one session actor, following its committed records.
 
@@ -127,7 +150,7 @@ class SessionSpans:
     """
 
     def __init__(self, data_path: Path) -> None:
-        self.kept = data_path / "run" / "otel"
+        self.kept = data_path.joinpath(*KEPT_DIR)
         self.open: dict[int, Any] = {}  # started seq -> span
         self.turn: Any = None
         self.activation: Any = None
@@ -202,6 +225,16 @@ class SessionSpans:
                 pass  # tracing never takes Brain down: the resumed part is a trace of its own
         self.drop("suspended")
 
+    def admitted_turn(self, session_id: str, turn: int, parent: str | None,
+                      began_ns: int) -> None:
+        """A turn a web worker admitted (its `turn_started` committed there): its span starts
+        here, from the time of that record, under the submit's request span."""
+        span = start("turn", parent, {"brain.session_id": session_id, "brain.sequence": turn,
+                                      "brain.record": "turn_started",
+                                      "brain.admitted_by": "web worker"}, began_ns)
+        if span is not None:
+            self.open[turn] = self.turn = span
+
     def resume(self, session_id: str, turn: int) -> None:
         """An open with `turn` suspended: its kept traceparent is the parent from now on."""
         try:
@@ -220,6 +253,13 @@ class SessionSpans:
                                             "brain.resumed": True})
         if span is not None:
             self.open[activation] = self.activation = span
+
+    def no_suspended_turn(self, session_id: str) -> None:
+        """An open that restores no suspended turn: a traceparent kept for this session belongs
+        to a turn that ended without being resumed (cancelled, expired, or its session
+        recovered), so it goes."""
+        if self.resumed is None:
+            self._forget(session_id)
 
     def _forget(self, session_id: str) -> None:
         self.resumed = None

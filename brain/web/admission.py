@@ -103,13 +103,15 @@ class Admission:
             refusal.retry_after = min(MAX_RETRY_AFTER_SECS, 1 + backlog // max(serving, 1))
             raise refusal
 
-    def submit(self, session_dir: Path, turn_input: Any) -> dict[str, Any] | None:
-        """The receipt of a turn admitted here, or None: route the submit to the actor."""
+    def submit(self, session_dir: Path, turn_input: Any, traceparent: str | None = None
+               ) -> dict[str, Any] | None:
+        """The receipt of a turn admitted here, or None: route the submit to the actor.
+        `traceparent` (BRAIN_OTEL): the request's span, which the turn's spans continue."""
         boot_id = self._settings.boot_id
         if not boot_id:
             return None  # no run identity to mark the admission with: the actor path
         self.check_capacity()
-        admitted = off_the_hub(self._commit, session_dir, boot_id, turn_input)
+        admitted = off_the_hub(self._commit, session_dir, boot_id, turn_input, traceparent)
         if admitted is None:
             return None
         receipt, sequence = admitted
@@ -117,8 +119,8 @@ class Admission:
         self._hand_over(session_dir.name)
         return receipt
 
-    def _commit(self, session_dir: Path, boot_id: str, turn_input: Any
-                ) -> tuple[dict[str, Any], int] | None:
+    def _commit(self, session_dir: Path, boot_id: str, turn_input: Any,
+                traceparent: str | None = None) -> tuple[dict[str, Any], int] | None:
         try:
             writer = JournalWriter.open(session_dir / "journal", project=True,
                                         segment_bytes=self._settings.segment_bytes)
@@ -127,12 +129,13 @@ class Admission:
         except JournalError:
             return None  # damaged, or unreadable: the actor path reports it
         try:
-            return self._admit(writer, session_dir, boot_id, turn_input)
+            return self._admit(writer, session_dir, boot_id, turn_input, traceparent)
         finally:
             writer.close()
 
     def _admit(self, writer: JournalWriter, session_dir: Path, boot_id: str,
-               turn_input: Any) -> tuple[dict[str, Any], int] | None:
+               turn_input: Any, traceparent: str | None = None
+               ) -> tuple[dict[str, Any], int] | None:
         projection, writer.opened = writer.opened, None  # folded in the open's one pass
         if projection is None or projection.config is None or interrupted_work(projection):
             return None  # not created, or work in flight: the actor path decides
@@ -144,7 +147,8 @@ class Admission:
         if reply.error is not None:
             raise reply.error  # ended, failed or busy, as the actor would answer
         [record] = step.records
-        mark_admitted(session_dir, boot_id, record["seq"])  # before the commit: see admitted.py
+        # before the commit: see admitted.py
+        mark_admitted(session_dir, boot_id, record["seq"], traceparent)
         committed = writer.append([record], at=record["at"])
         if committed[-1]["seq"] != record["seq"]:
             raise JournalError(f"the session core numbered {record['seq']}, the journal "

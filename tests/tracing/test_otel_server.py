@@ -11,6 +11,7 @@ import gzip
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -255,3 +256,76 @@ def test_without_brain_otel_opentelemetry_is_not_imported() -> None:
                          timeout=60, env=env, cwd=Path(__file__).parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_kept_traceparent_no_turn_resumes_is_removed(suspending: BrainServer,
+                                                       receiver: Receiver) -> None:
+    server = suspending
+    sid = server.create_session(model="tooluser", tools=["echo"])["id"]
+    kept = server.data_dir / "run" / "otel" / sid
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(f"1 00-{CLIENT_TRACE}-{CLIENT_SPAN}-01\n")  # as a suspension leaves it
+    sent = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "go"})
+    assert sent.status_code == 200 and sent.json()["status"] == "ended", sent.text
+    assert not kept.exists()  # the open restored no suspended turn: nothing will read it
+
+
+def test_start_clears_every_kept_traceparent(tmp_path: Path) -> None:
+    from brain.tracing.otel import clear_kept_traceparents
+
+    assert clear_kept_traceparents(tmp_path) == 0  # no folder yet
+    folder = tmp_path / "run" / "otel"
+    folder.mkdir(parents=True)
+    for sid in ("a", "b"):
+        (folder / sid).write_text(f"3 00-{CLIENT_TRACE}-{CLIENT_SPAN}-01\n")
+    assert clear_kept_traceparents(tmp_path) == 2
+    assert list(folder.iterdir()) == []
+
+
+def test_a_submit_admitted_by_the_web_worker_continues_the_clients_trace(
+        server: BrainServer, receiver: Receiver) -> None:
+    sid = server.create_session(model="tooluser", tools=["echo"])["id"]
+    admitted = None
+    for _ in range(20):  # the web worker admits only while no actor holds the session
+        time.sleep(0.3)
+        sent = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "go"},
+                              headers={"Prefer": "respond-async",
+                                       "traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"})
+        assert sent.status_code == 202, sent.text
+        sequence = sent.json()["sequence"]
+        wait_for(lambda: server.events(sid)[-1]["kind"] in ("turn_ended", "turn_failed"),
+                 timeout=30, what="the submitted turn is over")
+
+        def turn_span(sequence: int = sequence) -> dict[str, Any] | None:
+            return next((s for s in receiver.snapshot() if s["name"] == "turn"
+                         and s["attributes"].get("brain.session_id") == sid
+                         and s["attributes"].get("brain.sequence") == sequence), None)
+
+        span = wait_for(turn_span, timeout=30, what="the turn's span")
+        if span["attributes"].get("brain.admitted_by") == "web worker":
+            admitted = span
+            break
+    assert admitted is not None, "no submit was admitted by the web worker"
+    assert admitted["trace_id"] == CLIENT_TRACE
+    spans = receiver.snapshot()
+    request = next(s for s in spans if s["span_id"] == admitted["parent"])
+    assert request["name"] == "POST /v1/sessions/{session_id}/messages"
+    assert request["trace_id"] == CLIENT_TRACE
+    under_turn = [s for s in spans if s["parent"] == admitted["span_id"]]
+    assert any(s["name"] == "activation" for s in under_turn)
+
+
+def test_a_create_continues_the_clients_trace(server: BrainServer, receiver: Receiver) -> None:
+    created = server.request("POST", "/v1/sessions", json={"model": "tooluser"},
+                             headers={"traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"})
+    assert created.status_code == 201, created.text
+    sid = created.json()["id"]
+
+    def create_commit() -> dict[str, Any] | None:
+        return next((s for s in receiver.snapshot() if s["name"] == "journal commit"
+                     and s["attributes"].get("brain.session_id") == sid), None)
+
+    commit = wait_for(create_commit, timeout=30, what="the create's commit span")
+    assert commit["trace_id"] == CLIENT_TRACE
+    request = next(s for s in receiver.snapshot() if s["span_id"] == commit["parent"])
+    assert request["name"] == "POST /v1/sessions" and request["parent"] == CLIENT_SPAN

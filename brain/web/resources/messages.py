@@ -74,7 +74,7 @@ class MessagesResource:
         parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
         if respond_async(req):
             # Admitted here when no actor holds the session; else its actor decides.
-            receipt = self.admission.submit(path, turn_input)
+            receipt = self.admission.submit(path, turn_input, parent)
             if receipt is None:
                 receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit", parent),
                                                SUBMIT_TIMEOUT_SECS)

@@ -13,6 +13,7 @@ from brain.actors.convention import member_session_id
 from brain.actors.messages import CreateSession
 from brain.config import CREATE_FIELDS, MAX_IDLE_TTL_MS, BrainConfig, seed_transcript
 from brain.settings import Settings
+from brain.tracing import otel
 from brain.web.bodies import CREATE_BODY_LIMIT
 from brain.web.contract import (
     READ_ERRORS,
@@ -95,8 +96,10 @@ class SessionsResource:
         member = self.convention.place() if self.convention is not None else None
         session_id = member_session_id(new_session_id(),
                                        member.name if member else self.settings.member)
-        view = self.gateway.request(session_id, CreateSession(resolved, seed_transcript(body)),
-                                    CREATE_TIMEOUT_SECS, member)
+        parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
+        view = self.gateway.request(
+            session_id, CreateSession(resolved, seed_transcript(body), traceparent=parent),
+            CREATE_TIMEOUT_SECS, member)
         resp.status = falcon.HTTP_201
         resp.media = view
         resp.set_header("Location", f"/v1/sessions/{session_id}")

@@ -171,6 +171,30 @@ def test_twenty_calls_are_served_concurrently_from_one_loop(server: BrainServer)
     assert peak[0] >= FANOUT // 2, f"at most {peak[0]} calls ran at once"
 
 
+def test_max_concurrency_bounds_the_calls_running_at_once(server: BrainServer) -> None:
+    in_flight = [0]
+    peak = [0]
+
+    async def slow(call: HostCall) -> int:
+        in_flight[0] += 1
+        peak[0] = max(peak[0], in_flight[0])
+        try:
+            await asyncio.sleep(0.3)
+        finally:
+            in_flight[0] -= 1
+        return call.input["n"]
+
+    async def scenario(brain: AsyncBrain) -> None:
+        async with await brain.serve_host(tools={"hosted": slow}, max_concurrency=5):
+            session = await brain.create_session(model="fanout", tools=["hosted"])
+            assert (await session.send("fan out")).status == "ended"
+        ended = await events_of(server, session, "tool_call_ended")
+        assert sorted(e["data"]["result"]["content"] for e in ended) == list(range(FANOUT))
+
+    run(scenario, server)
+    assert 2 <= peak[0] <= 5, f"{peak[0]} calls ran at once"
+
+
 def test_a_raising_handler_gives_an_error_result(server: BrainServer) -> None:
     async def broken(call: HostCall) -> None:
         await asyncio.sleep(0)

@@ -182,6 +182,7 @@ class ToSession(Message):
     request_id: str
     session_id: str
     command: Command
+    reply_to: Any = None  # where the answer goes (a web worker's reply inbox); None: the sender
 
 
 @dataclass(frozen=True)

@@ -160,6 +160,8 @@ class Registry(PoolForks, TracedDispatcher):
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         self._last_command = time.monotonic()
+        if msg.reply_to is not None:
+            sender = msg.reply_to  # the web worker's reply inbox (brain/web/reply_inbox.py)
         if msg.session_id in self._deferred and not isinstance(msg.command, RunAdmitted):
             self._deferred.take(msg.session_id)  # its admitted turn goes first
             self._start_admitted([msg.session_id])

@@ -1,9 +1,13 @@
 """How a web worker talks to the actor system.
 
-Each in-flight request asks through its own private Thespian endpoint (stack hazard 2:
-greenlets sharing one endpoint receive each other's replies). Endpoints are pooled because one
-costs about a millisecond to make. An endpoint whose ask timed out is discarded, never pooled,
-so a late reply cannot reach the next request; replies are also matched by request id.
+A routed command (`request`) is sent through a pooled private Thespian endpoint, free again once
+the message is on its way, and its answer comes back to the worker's one reply inbox
+(brain/web/reply_inbox.py), which hands it to the waiting request by request id: a thousand
+sends waiting on their turns hold no endpoint each. The few direct asks of shared actors
+(`ask_global`) still ask through an endpoint of their own (stack hazard 2: greenlets sharing
+one endpoint receive each other's replies). Endpoints are pooled because one costs about a
+millisecond to make. An endpoint whose ask timed out is discarded, never pooled, so a late
+reply cannot reach the next request; replies are also matched by request id.
 Before any use, the admin must answer with this data dir's identity (brain/actors/identity.py):
 a worker never joins the actor system of another Brain that happens to hold the port.
 """
@@ -30,6 +34,7 @@ from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSessio
 from brain.ports import local_host
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
+from brain.web.reply_inbox import ReplyInbox, send_confirmed
 
 if TYPE_CHECKING:
     from brain.web.members import Member
@@ -45,6 +50,7 @@ class ActorGateway:
         self._registry: Any = None
         self._pool: list[Any] = []
         self._globals: dict[str, Any] = {}
+        self._inbox: ReplyInbox | None = None
 
     def _connect(self) -> None:
         with self._lock:
@@ -93,6 +99,17 @@ class ActorGateway:
         except OSError:
             raise errors.Internal("the actor system is not running") from None
 
+    def _reply_inbox(self) -> ReplyInbox:
+        """This worker's inbox for answers (brain/web/reply_inbox.py), made on first use."""
+        if self._inbox is None:
+            with self._lock:
+                if self._inbox is None:
+                    from thespian.actors import ExternalContext
+
+                    self._inbox = ReplyInbox(
+                        ExternalContext(self._system._systemBase.external_clone()))
+        return self._inbox
+
     def _take_endpoint(self) -> Any:
         with self._lock:
             if self._pool:
@@ -119,17 +136,25 @@ class ActorGateway:
         request_id = request_context.request_id.get() or uuid.uuid4().hex
         wait = timeout or UNBOUNDED_WAIT_SECS
         deadline = time.monotonic() + wait
-        endpoint = self._take_endpoint()
-        message = ToSession(request_id, session_id, command)
-        trace_ask("send", registry, message)
-        reply = _reply_to(request_id, endpoint, endpoint.ask(registry, message, wait), deadline)
+        inbox = self._reply_inbox()
+        waiter = inbox.expect(request_id)
+        try:
+            message = ToSession(waiter.request_id, session_id, command, reply_to=inbox.address)
+            trace_ask("send", registry, message)
+            endpoint = self._take_endpoint()
+            if send_confirmed(endpoint, registry, message):
+                self._return_endpoint(endpoint)
+                reply = waiter.wait(deadline)
+            else:
+                endpoint.exit_clone()  # a failed transmit may leave the endpoint unusable
+                reply = None
+        finally:
+            inbox.forget(waiter)
         if reply is None:
-            endpoint.exit_clone()
             if member is not None:  # the member holding it may have died meanwhile
                 raise errors.Unavailable(f"member {member.name} did not answer; retry later")
             raise errors.Internal("the session did not answer in time")
         trace_ask("recv", registry, reply, session_id)
-        self._return_endpoint(endpoint)
         sequence = (reply.body or {}).get("sequence")
         if isinstance(sequence, int):
             request_context.sequence.set(sequence)

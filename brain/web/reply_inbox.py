@@ -13,8 +13,9 @@ message is sent, naming this inbox as `reply_to`; the registry and the session a
 there. One loop (a greenlet in a gevent worker, a thread elsewhere) is the only user of the
 inbox's endpoint, so stack hazard 2 (greenlets sharing an endpoint receive each other's
 replies) cannot arise: replies are handed to the waiting request by request id. An id that is
-already waiting (a client reusing its x-request-id at once) is made unique for the second ask.
-A reply nobody waits for any more (its request timed out) is dropped.
+already waiting (a client reusing its x-request-id at once), or whose request gave up waiting
+(its late reply may still come), is made unique for the next ask, so a late reply is dropped and
+never taken for another request's.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 from brain.actors.messages import Reply
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 LISTEN_SECS = 1.0  # how long one listen waits before the loop checks that it should go on
 FAILURE_PAUSE_SECS = 0.2
+GAVE_UP_KEPT = 4096  # ids of requests that stopped waiting, remembered this many at most
 
 
 SEND_SECS = 30.0  # a routed command not on its way by then has failed to send
@@ -84,6 +87,7 @@ class ReplyInbox:
         self._endpoint = endpoint
         self.address = endpoint._systemBase.transport.myAddress
         self._waiting: dict[str, Waiter] = {}
+        self._gave_up: OrderedDict[str, None] = OrderedDict()  # their replies may still come
         self._lock = threading.Lock()
         self._closed = False
         self._loop = threading.Thread(target=self._run, name="brain-reply-inbox", daemon=True)
@@ -93,16 +97,21 @@ class ReplyInbox:
         """A Waiter for the answer to `request_id` (made unique while another one waits)."""
         with self._lock:
             key, n = request_id, 1
-            while key in self._waiting:
+            while key in self._waiting or key in self._gave_up:
                 n += 1
                 key = f"{request_id}.{n}"
             waiter = self._waiting[key] = Waiter(key)
             return waiter
 
     def forget(self, waiter: Waiter) -> None:
+        """The request stops waiting (answered or not)."""
         with self._lock:
             if self._waiting.get(waiter.request_id) is waiter:
                 del self._waiting[waiter.request_id]
+            if waiter.reply is None:
+                self._gave_up[waiter.request_id] = None
+                if len(self._gave_up) > GAVE_UP_KEPT:
+                    self._gave_up.popitem(last=False)
 
     def close(self) -> None:
         self._closed = True

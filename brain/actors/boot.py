@@ -54,6 +54,7 @@ from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.actors.thespian_idle import cheapen_idle_socket_walk
 from brain.actors.thespian_select import use_one_shot_poll
+from brain.actors.thespian_wakeups import insert_wakeups_in_place
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.procstat import ProcStat, all_stats, read_stat
@@ -298,6 +299,7 @@ def main() -> int:
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
     use_one_shot_poll()  # the admin and every actor are forks of this process
     cheapen_idle_socket_walk()
+    insert_wakeups_in_place()
     keep_admin_in_this_process_group()
     name_thespian_processes()
     try:

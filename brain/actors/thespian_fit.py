@@ -1,8 +1,8 @@
 """Refuse to patch a Thespian that Brain's fixes were not written for.
 
-Five modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
-thespian_reuse.py, thespian_select.py, thespian_receive.py, thespian_idle.py and
-thespian_convention.py. A
+Six modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
+thespian_reuse.py, thespian_select.py, thespian_receive.py, thespian_idle.py,
+thespian_wakeups.py and thespian_convention.py. A
 private part can change in any release; a patch applied to a changed one would fail at the
 first message, or worse, quietly undo the fix. So before anything is patched, the installed
 Thespian must be 4.0.1 and every attribute a patch replaces or relies on must still be there
@@ -82,6 +82,13 @@ PATCHES: dict[str, tuple[Relied, ...]] = {
         Relied(TRANSPORT, "IdleSocket.expired", ("self",)),
         Relied(TRANSPORT, "IdleSocket.__init__", ("self", "socket", "addr")),
         Relied("thespian.system.timing", "currentTime"),
+    ),
+    "thespian_wakeups": (
+        Relied("thespian.system.transport.wakeupTransportBase",
+               "wakeupTransportBase.addWakeup", ("self", "timePeriod", "payload")),
+        Relied("thespian.system.transport.wakeupTransportBase", "wakeupTransportBase.__init__",
+               ("self", "args", "kw")),
+        Relied("thespian.system.timing", "ExpirationTimer.__lt__", ("self", "o")),
     ),
     "thespian_convention": (
         Relied(CONVENTION, "ConventioneerAdmin._not_compatible", ("self", "createActorEnvelope")),

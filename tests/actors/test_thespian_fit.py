@@ -1,4 +1,4 @@
-"""Brain refuses, in one line, to patch a Thespian its four patches were not written for."""
+"""Brain refuses, in one line, to patch a Thespian its patches were not written for."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The symptoms Brain's five Thespian patches fix, each reproduced in a process of its own.
+"""The symptoms Brain's six Thespian patches fix, each reproduced in a process of its own.
 
 `python -m tests.support.thespian_scenarios NAME [--unpatched]` runs one scenario against the
 installed Thespian, with Brain's patch for it applied (through the function Brain applies it
@@ -151,6 +151,23 @@ def idle(patched: bool, peers: int = 30) -> dict[str, Any]:
             "timer_views": views()}
 
 
+def wakeups(patched: bool, count: int = 1000) -> dict[str, Any]:
+    """`count` wakeups armed on one transport, as an actor arms them: how many timer
+    comparisons that took, and whether they stay in the order they come due."""
+    if patched:
+        from brain.actors.thespian_wakeups import insert_wakeups_in_place
+
+        insert_wakeups_in_place()
+    transport = endpoint()
+    transport.run_time = timing.ExpirationTimer(timedelta(seconds=1))  # as in its run()
+    compared = _count_calls(timing.ExpirationTimer, "__lt__")
+    for n in range(count):
+        transport.addWakeup(timedelta(seconds=600 + (n * 7919) % 1000), n)
+    pending = [timer._time_to_quit for timer, _ in transport._pendingWakeups]
+    return {"armed": len(pending), "in_order": pending == sorted(pending),
+            "comparisons": compared()}
+
+
 class Elsewhere(Actor):
     """An actor that this member cannot create: its admin forwards the create."""
 
@@ -278,6 +295,7 @@ SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "select": select,
     "receive": receive,
     "idle": idle,
+    "wakeups": wakeups,
     "convention-forward": convention_forward,
     "convention-nobody-else": convention_nobody_else,
 }

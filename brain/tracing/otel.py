@@ -56,14 +56,25 @@ def _make_tracer() -> Any:
     return provider.get_tracer("brain")
 
 
+_last_extracted: tuple[str, Any] = ("", None)
+
+
 def parent_context(parent: Any) -> Any:
-    """The context to start a child in: of a span, of a `traceparent` string, or none."""
+    """The context to start a child in: of a span, of a `traceparent` string, or none.
+
+    A string is parsed once for all the spans that follow in a row under it (a turn's
+    commits before its turn span exists, a resumed turn's every span)."""
+    global _last_extracted
     if parent is None:
         return None
     if isinstance(parent, str):
+        if _last_extracted[0] == parent:
+            return _last_extracted[1]
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-        return TraceContextTextMapPropagator().extract({"traceparent": parent})
+        context = TraceContextTextMapPropagator().extract({"traceparent": parent})
+        _last_extracted = (parent, context)
+        return context
     from opentelemetry import trace
 
     return trace.set_span_in_context(parent)

@@ -27,6 +27,13 @@ def _non_negative_int(raw: str) -> int:
     return value
 
 
+def _niceness(raw: str) -> int:
+    value = int(raw)
+    if not 0 <= value <= 19:
+        raise ValueError("must be 0-19 (a niceness added to the process's own)")
+    return value
+
+
 def _positive_int(raw: str) -> int:
     value = int(raw)
     if value <= 0:
@@ -156,6 +163,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("session_actor_sessions", "BRAIN_SESSION_ACTOR_SESSIONS", 2000, _non_negative_int,
             "sessions one pooled session actor serves before it exits and a fresh fork takes "
             "its place; 0 = never recycled"),
+    Setting("session_actor_nice", "BRAIN_SESSION_ACTOR_NICE", 5, _niceness,
+            "niceness each session actor adds to its own (0-19): while turns compute on every "
+            "CPU, web workers, the registry and executors still answer at once"),
     Setting("max_session_actors", "BRAIN_MAX_SESSION_ACTORS", 64, _positive_int,
             "sessions served by an actor at once (each a process): turns whose Agentloop "
             "computes and sessions an idle TTL keeps resident (a turn waiting on a model or "
@@ -265,6 +275,7 @@ class Settings:
     session_idle_ttl_ms: int | None
     session_pool_size: int
     session_actor_sessions: int
+    session_actor_nice: int
     max_session_actors: int
     admission_backlog: int | None
     admission_wait_secs: int

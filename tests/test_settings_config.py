@@ -75,3 +75,11 @@ def test_broken_config_file_is_refused_at_start(tmp_path: Path) -> None:
 def test_configuration_doc_is_current() -> None:
     doc = (Path(__file__).resolve().parent.parent / "docs" / "configuration.md").read_text()
     assert markdown_table() in doc, "regenerate with `brain settings --markdown`"
+
+
+def test_session_actor_niceness_is_bounded() -> None:
+    assert Settings.from_env({"BRAIN_SESSION_ACTOR_NICE": "0"}).session_actor_nice == 0
+    assert Settings.from_env({}).session_actor_nice == 5
+    for bad in ("20", "-1", "five"):
+        with pytest.raises(SettingError, match="BRAIN_SESSION_ACTOR_NICE"):
+            Settings.from_env({"BRAIN_SESSION_ACTOR_NICE": bad})

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import time
 from dataclasses import dataclass
@@ -96,6 +97,20 @@ class HandBack:
     message: ToSession
 
 
+
+def lower_own_priority(niceness: int) -> None:
+    """Let this session actor yield the CPUs to the processes that answer at once.
+
+    A turn's computing (opening, replaying, the Agentloop) can keep every CPU busy; the web
+    workers (accepting, 202s, reads), the registry and the executors each do a little for
+    every request and every turn, and behind dozens of busy session actors they would wait
+    their turn on the run queue like any of them. A niceness makes the kernel prefer them."""
+    if niceness > 0:
+        try:
+            os.nice(niceness)
+        except OSError:
+            pass  # not allowed here: run at the inherited priority
+
 class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuestCalls,
                    BridgedActor):
     trace_name = "session"
@@ -103,6 +118,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
+        lower_own_priority(self.settings.session_actor_nice)
         # Resolved once: `Settings.data_path` resolves symlinks (a syscall per component).
         self.sessions_path = self.settings.sessions_path
         self.live = LivePublisher(self.settings.data_path)

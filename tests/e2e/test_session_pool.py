@@ -172,3 +172,20 @@ def test_without_a_pool_each_open_forks_an_actor_that_exits_on_release(tmp_path:
         assert server.send(sid, "again")["status"] == "ended"
     finally:
         server.kill()
+
+
+def niceness(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(stat[stat.rindex(b")") + 2:].split()[16])  # field 19, after "pid (comm) "
+
+
+def test_session_actors_yield_the_cpus_to_the_processes_that_answer(
+        brain_server: BrainServer) -> None:
+    s = brain_server
+    sid = s.create_session()["id"]
+    assert s.send(sid, "hello")["status"] == "ended"
+    actors = titled(s, POOLED) | titled(s, SESSION)
+    assert actors and {niceness(pid) for pid in actors} == {5}  # BRAIN_SESSION_ACTOR_NICE
+    others = titled(s, b"brain: registry") | titled(s, b"gunicorn: worker") \
+        | titled(s, b"brain: model executor")
+    assert len(others) >= 3 and {niceness(pid) for pid in others} == {0}

@@ -55,6 +55,11 @@ def _brain_set_proc_name(name: str, actor_address: Any) -> None:
     name_process(role_of(name))
 
 
+def in_own_process() -> bool:
+    """Whether this actor runs in a process Thespian started for it (see `_own_process`)."""
+    return _own_process
+
+
 def rename_actor_process(role: str) -> None:
     """An actor that learns more about itself (a session its id) says so in `ps`."""
     if _own_process:

@@ -52,7 +52,7 @@ from brain.actors.messages import (
     StartTurn,
     ToSession,
 )
-from brain.actors.proctitle import rename_actor_process
+from brain.actors.proctitle import in_own_process, rename_actor_process
 from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
@@ -104,8 +104,10 @@ def lower_own_priority(niceness: int) -> None:
     A turn's computing (opening, replaying, the Agentloop) can keep every CPU busy; the web
     workers (accepting, 202s, reads), the registry and the executors each do a little for
     every request and every turn, and behind dozens of busy session actors they would wait
-    their turn on the run queue like any of them. A niceness makes the kernel prefer them."""
-    if niceness > 0:
+    their turn on the run queue like any of them. A niceness makes the kernel prefer them.
+    Only in a process of its own: an actor run in its host's process (simpleSystemBase, in
+    tests) leaves the host's priority alone."""
+    if niceness > 0 and in_own_process():
         try:
             os.nice(niceness)
         except OSError:

@@ -28,3 +28,13 @@ def test_roles_and_short_names() -> None:
     assert role_of("MultiProcAdmin") == "actor system"
     assert short_name("session 01a2b3c4") == "brain-session-0"
     assert short_name("registry") == "brain-registry"
+
+
+def test_an_actor_in_its_hosts_process_leaves_the_hosts_priority_alone() -> None:
+    import os
+
+    from brain.actors.session import lower_own_priority
+
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    lower_own_priority(5)  # as a SessionActor made on simpleSystemBase, in this process
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before

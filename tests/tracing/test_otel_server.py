@@ -327,5 +327,7 @@ def test_a_create_continues_the_clients_trace(server: BrainServer, receiver: Rec
 
     commit = wait_for(create_commit, timeout=30, what="the create's commit span")
     assert commit["trace_id"] == CLIENT_TRACE
-    request = next(s for s in receiver.snapshot() if s["span_id"] == commit["parent"])
+    request = wait_for(lambda: next((s for s in receiver.snapshot()
+                                     if s["span_id"] == commit["parent"]), None),
+                       timeout=30, what="the create's request span (another process exports it)")
     assert request["name"] == "POST /v1/sessions" and request["parent"] == CLIENT_SPAN

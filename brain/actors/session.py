@@ -287,7 +287,9 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         except CommitFailed as exc:
             self._abandon(step, exc)
 
-    def _carry_out(self, step: Step) -> None:
+    def _carry_out(self, step: Step, inline: bool = False) -> None:
+        """`inline`: on the activation's thread (session_inline.py), whose guest waits for it;
+        the spans of its commits are then made at the actor's next step (BRAIN_OTEL)."""
         if step.records:
             self._commit(step.records)  # durable before anything below happens
         self.core = step.state
@@ -305,6 +307,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             self._act(action)
         for reply in step.replies:  # clients and the guest see only what is durable
             self._reply(reply)
+        if self.otel_spans is not None and not inline:  # an inline step's wait for the next
+            self.otel_spans.flush()  # the spans of this step's commits, after its answers
         if step.checkpoint:
             self._checkpoint()
         for timer in step.timers:

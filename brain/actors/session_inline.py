@@ -69,7 +69,7 @@ class InlineGuestCalls:
             self.next_call_id = call_id
             self.guest_calls[call_id] = call
             try:
-                self._carry_out(step)  # type: ignore[attr-defined]
+                self._carry_out(step, inline=True)  # type: ignore[attr-defined]
             except CommitFailed:
                 del self.guest_calls[call_id]  # the actor's step meets the refusing writer
                 return False

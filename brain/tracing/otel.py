@@ -158,6 +158,11 @@ class SessionSpans:
     A suspended turn's spans end at its suspension (`brain.left_open`), and its span's
     traceparent waits in `run/otel/SESSION` for the actor that resumes it: the resumed
     activation and the commits up to the turn's end are its children, in the same trace.
+
+    Commits are queued and made into spans by `flush`, which the actor calls once the step's
+    client and guest have their answers, so tracing never stands between a commit and the
+    answer it lets out (a text turn's spans cost ~0.25 ms). Every other method flushes first,
+    so spans are made in the order of what they record.
     """
 
     def __init__(self, data_path: Path) -> None:
@@ -165,16 +170,32 @@ class SessionSpans:
         self.open: dict[int, Any] = {}  # started seq -> span
         self.turn: Any = None
         self.activation: Any = None
-        self.pending_parent: str | None = None  # the traceparent of the StartTurn in hand
+        self._pending_parent: str | None = None  # the traceparent of the StartTurn in hand
         self.resumed: tuple[int, str] | None = None  # a suspended turn's (sequence, span)
+        self._queued: list[tuple[str, list[dict[str, Any]], int, int]] = []
+
+    @property
+    def pending_parent(self) -> str | None:
+        return self._pending_parent
+
+    @pending_parent.setter
+    def pending_parent(self, traceparent: str | None) -> None:
+        self.flush()  # queued commits belong to the command before
+        self._pending_parent = traceparent
 
     def committed(self, session_id: str, records: list[dict[str, Any]], began_ns: int,
                   ended_ns: int) -> None:
-        """`records` are durable: the spans they start and end, and the commit's own."""
-        try:
-            self._committed(session_id, records, began_ns, ended_ns)
-        except Exception:
-            pass  # tracing never takes Brain down (the records are durable all the same)
+        """`records` are durable: their spans and the commit's own, made at the next flush."""
+        self._queued.append((session_id, records, began_ns, ended_ns))
+
+    def flush(self) -> None:
+        """Make the spans of the commits queued so far."""
+        queued, self._queued = self._queued, []
+        for session_id, records, began_ns, ended_ns in queued:
+            try:
+                self._committed(session_id, records, began_ns, ended_ns)
+            except Exception:
+                pass  # tracing never takes Brain down (the records are durable all the same)
 
     def _committed(self, session_id: str, records: list[dict[str, Any]], began_ns: int,
                    ended_ns: int) -> None:
@@ -186,10 +207,10 @@ class SessionSpans:
                      "brain.record": kind}
             if kind.endswith("_started"):
                 if kind == "turn_started":
-                    parent = self.pending_parent
-                    self.pending_parent = None
+                    parent = self._pending_parent
+                    self._pending_parent = None
                 elif kind == "activation_started":
-                    parent = self.turn if self.turn is not None else self.pending_parent
+                    parent = self.turn if self.turn is not None else self._pending_parent
                 else:
                     parent = self.activation or self.turn
                 name = _SPAN_NAMES.get(kind, kind.removesuffix("_started"))
@@ -216,7 +237,7 @@ class SessionSpans:
                     and record.get("started") == self.resumed[0]:
                 self._forget(session_id)
         parent = within or self.activation or self.turn or \
-            (self.resumed[1] if self.resumed is not None else None) or self.pending_parent
+            (self.resumed[1] if self.resumed is not None else None) or self._pending_parent
         commit = start("journal commit", parent,
                        {"brain.session_id": session_id,
                         "brain.first_sequence": records[0].get("seq"),
@@ -226,6 +247,7 @@ class SessionSpans:
 
     def suspend(self, session_id: str, turn: int) -> None:
         """The turn is suspended: its spans end here, and its span's traceparent is kept."""
+        self.flush()
         parent = traceparent(self.open.get(turn)) or \
             (self.resumed[1] if self.resumed is not None else None)
         if parent is not None:
@@ -240,6 +262,7 @@ class SessionSpans:
                       began_ns: int) -> None:
         """A turn a web worker admitted (its `turn_started` committed there): its span starts
         here, from the time of that record, under the submit's request span."""
+        self.flush()
         span = start("turn", parent, {"brain.session_id": session_id, "brain.sequence": turn,
                                       "brain.record": "turn_started",
                                       "brain.admitted_by": "web worker"}, began_ns)
@@ -248,6 +271,7 @@ class SessionSpans:
 
     def resume(self, session_id: str, turn: int) -> None:
         """An open with `turn` suspended: its kept traceparent is the parent from now on."""
+        self.flush()
         try:
             seq, parent = (self.kept / session_id).read_text().split()
         except (OSError, ValueError):
@@ -257,6 +281,7 @@ class SessionSpans:
 
     def resumed_activation(self, session_id: str, turn: int, activation: int) -> None:
         """The suspended turn's activation runs again, in a fresh instance."""
+        self.flush()
         parent = self.resumed[1] if self.resumed is not None and self.resumed[0] == turn \
             else None
         span = start("activation", parent, {"brain.session_id": session_id,
@@ -269,6 +294,7 @@ class SessionSpans:
         """An open that restores no suspended turn: a traceparent kept for this session belongs
         to a turn that ended without being resumed (cancelled, expired, or its session
         recovered), so it goes."""
+        self.flush()
         if self.resumed is None:
             self._forget(session_id)
 
@@ -281,6 +307,7 @@ class SessionSpans:
 
     def drop(self, why: str) -> None:
         """The actor lets the session go (released, suspended, abandoned): end what is open."""
+        self.flush()
         for span in self.open.values():
             end(span, {"brain.left_open": why})
         self.open.clear()

@@ -52,15 +52,8 @@ def admitted_traceparent(session_dir: Path) -> str | None:
 def admitted_sessions(sessions_path: Path, boot_id: str) -> list[str]:
     """Sessions whose marker names this run: turns admitted and answered 202 whose actor may
     never have been told (the admitting web worker died between the 202 and the hand-over)."""
-    found = []
-    for marker in sessions_path.glob(f"*/{MARKER_NAME}"):
-        try:
-            words = marker.read_text(encoding="ascii").split()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if words[:1] == [boot_id]:
-            found.append(marker.parent.name)
-    return found
+    return [marker.parent.name for marker in sessions_path.glob(f"*/{MARKER_NAME}")
+            if _marker_fields(marker.parent)[:1] == [boot_id]]
 
 
 def clear_admitted(session_dir: Path) -> None:

@@ -97,7 +97,6 @@ class HandBack:
     message: ToSession
 
 
-
 def lower_own_priority(niceness: int) -> None:
     """Let this session actor yield the CPUs to the processes that answer at once.
 
@@ -112,6 +111,7 @@ def lower_own_priority(niceness: int) -> None:
             os.nice(niceness)
         except OSError:
             pass  # not allowed here: run at the inherited priority
+
 
 class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuestCalls,
                    BridgedActor):

@@ -14,6 +14,8 @@ when work waits for a session actor (the admission board shows a backlog), is pa
 session actor is told `Parked`, and the outcome goes to the registry instead, which routes it
 to whichever actor holds the session then, opening it again if its turn was suspended
 (brain/sessions/suspension.py). Exactly one of the two reaches the actor that sent the effect.
+An effect the session actor parked itself as it sent it (`park`: the grace is 0, or it saw the
+backlog; brain/actors/park_at_once.py) is the registry's from the start, with no `Parked`.
 """
 
 from __future__ import annotations
@@ -76,6 +78,15 @@ class ExecutorActor(BridgedActor):
 
     def start_effect(self, msg: Any, sender: Any) -> None:
         cancel = threading.Event()
+        parked_by_sender = getattr(msg, "park", False)  # brain/actors/park_at_once.py
+        if parked_by_sender:
+            registry = self.services.get(REGISTRY_GLOBAL_NAME)
+            if registry is None:  # handed out at boot, before any session exists
+                logging.getLogger(type(self).__module__).error(
+                    "effect %s/%s parked before this executor knows the registry",
+                    msg.session_id, msg.started)
+            else:
+                sender = registry  # its outcome goes there, even one carried out at once
         if self.runs_at_once(msg):
             self._ready.append((sender, self._guarded_run(msg, cancel)))
             return
@@ -87,6 +98,8 @@ class ExecutorActor(BridgedActor):
             self.bridge.post((sender, self._guarded_run(msg, cancel)))
 
         self.threads.submit(body, name=f"{self.thread_prefix}-{msg.session_id}-{msg.started}")
+        if parked_by_sender:
+            return  # the session actor decided; nothing left to decide here
         if self.parks and self.services.get(REGISTRY_GLOBAL_NAME) is not None:
             self._unparked.add(key)
             if self._grace <= 0 or self._board.read()[0] > 0:

@@ -309,6 +309,8 @@ class CancelGrace(Message):
 # --- effects -------------------------------------------------------------------------------
 # Run* go session → executor, each only after its `*_started` record is durable; the executor
 # answers the sender with one EffectDone, which the session commits before anyone sees it.
+# `park` (a model or Tool call): the session actor parked the effect as it sent it
+# (brain/actors/park_at_once.py), so its outcome goes to the registry and no `Parked` comes.
 
 
 @dataclass(frozen=True)
@@ -317,6 +319,7 @@ class RunModelCall(Message):
     started: int
     model: dict[str, Any]
     request: dict[str, Any]
+    park: bool = False
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,7 @@ class RunToolCall(Message):
     invocation: dict[str, Any]
     deadline: float | None
     environments: list[dict[str, Any]]
+    park: bool = False
 
 
 @dataclass(frozen=True)
@@ -367,7 +371,8 @@ class Parked(Message):
     """Executor → session actor: the effect `started` did not end within the suspension grace
     (BRAIN_SUSPEND_AFTER_MS), or work waits for a session actor, so its outcome will go to the
     registry instead of here. Exactly one of Parked and the EffectDone reaches the actor that
-    sent the effect. A turn whose every pending effect is parked is suspended."""
+    sent the effect. A turn whose every pending effect is parked is suspended. An effect the
+    session actor parked as it sent it (`park`) gets no Parked: the actor steps its own."""
 
     session_id: str
     started: int

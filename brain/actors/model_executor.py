@@ -17,6 +17,7 @@ from typing import Any
 from brain.actors.executor import ExecutorActor
 from brain.actors.messages import EffectDone, RunModelCall
 from brain.actors.messages_cache import MessagesCache
+from brain.actors.park_at_once import model_runs_at_once
 from brain.actors.providers import ProviderCache
 from brain.effects import Outcome
 from brain.live import LivePublisher
@@ -37,10 +38,7 @@ class ModelExecutor(ExecutorActor):
         self.start_effect(msg, sender)
 
     def runs_at_once(self, msg: RunModelCall) -> bool:
-        try:
-            return self.providers.get(msg.model["name"], msg.model, os.environ).never_waits
-        except Exception:
-            return False  # the thread's call reports what is wrong with the model
+        return model_runs_at_once(msg, self.providers, os.environ)
 
     def run(self, msg: RunModelCall, cancel: threading.Event) -> EffectDone:
         from brain.models import ModelCallError

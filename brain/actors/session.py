@@ -46,12 +46,14 @@ from brain.actors.messages import (
     EffectDone,
     MetricsReport,
     OutcomeBatch,
+    Parked,
     Reply,
     ReportRelease,
     RunAdmitted,
     StartTurn,
     ToSession,
 )
+from brain.actors.park_at_once import ParkAtOnce
 from brain.actors.proctitle import in_own_process, rename_actor_process
 from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
@@ -133,6 +135,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
         self._reports = ReleaseReports()
         self._board = BoardReader(self.settings.data_path)
+        self._park_at_once = ParkAtOnce(self.settings.suspend_after_ms, self._board)
+        self._parked_at_once: list[Parked] = []  # effects just sent parked, to step next
         self._fresh_session_state()
 
     def _new_core(self, session_id: str) -> SessionState:
@@ -286,6 +290,9 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             self._carry_out(step)
         except CommitFailed as exc:
             self._abandon(step, exc)
+        parked, self._parked_at_once = self._parked_at_once, []
+        if parked and self.core is not None and parked[0].session_id == self.core.session_id:
+            self._step_all(parked)  # what the executor would have said with `Parked`
 
     def _carry_out(self, step: Step, inline: bool = False) -> None:
         """`inline`: on the activation's thread (session_inline.py), whose guest waits for it;
@@ -301,6 +308,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             else:
                 by_target.setdefault(send.to, []).append(send.message)
         for target, messages in by_target.items():  # several to one executor: one message
+            messages, parked = self._park_at_once.mark(messages, os.environ)
+            self._parked_at_once.extend(parked)  # stepped once this step is carried out
             self.send(self.services[target],
                       messages[0] if len(messages) == 1 else EffectBatch(tuple(messages)))
         for action in step.actions:

@@ -13,9 +13,9 @@ from typing import Any
 
 from brain.actors.host_calls import HostCallingExecutor
 from brain.actors.messages import EffectDone, RunToolCall
+from brain.actors.park_at_once import tool_runs_at_once
 from brain.effects import Outcome
 from brain.settings import Settings
-from brain.tools.builtins import INSTANT_BUILTINS
 
 
 class ToolExecutor(HostCallingExecutor):
@@ -30,8 +30,7 @@ class ToolExecutor(HostCallingExecutor):
         self.start_effect(msg, sender)
 
     def runs_at_once(self, msg: RunToolCall) -> bool:
-        tool = msg.tool if isinstance(msg.tool, dict) else {}
-        return tool.get("route") == "builtin" and tool.get("function") in INSTANT_BUILTINS
+        return tool_runs_at_once(msg)
 
     def run(self, msg: RunToolCall, cancel: threading.Event) -> EffectDone:
         from brain.environments import EnvironmentOpError, open_environment, run_environment_op

@@ -15,7 +15,12 @@ import pytest
 
 from brain.agentloop import ActivationStopper, AgentloopError, AgentloopRuntime
 from brain.agentloop.build import BuildError, build
-from tests.support.python_guests import TEST_LOOPS, other_world_component, python_guest
+from tests.support.python_guests import (
+    BUILD_DIR,
+    TEST_LOOPS,
+    other_world_component,
+    python_guest,
+)
 
 PAYLOAD = {"kind": "turn", "session_id": "s1", "turn": 7, "input": "hi",
            "limits": {"max_model_calls": 8}}
@@ -62,14 +67,16 @@ def text_reply(text: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> AgentloopRuntime:
-    return AgentloopRuntime(memory_limit_bytes=256 << 20,
-                            cache_dir=tmp_path_factory.mktemp("wasm-cache"))
+def runtime() -> AgentloopRuntime:
+    """Its cache is where python_guest() keeps each component's compiled artifact, so a test
+    loads it as a started server does instead of waiting for a compile it is not about
+    (compiling is test_a_stored_artifact_is_loaded_not_compiled's and the build tests')."""
+    return AgentloopRuntime(memory_limit_bytes=256 << 20, cache_dir=BUILD_DIR)
 
 
 @pytest.fixture(scope="module")
 def bad_guest(runtime: AgentloopRuntime) -> Path:
-    """Compiled before the tests that give it a deadline, as `brain serve` does at start."""
+    """Ready before the tests that give it a deadline, as `brain serve` makes it at start."""
     path = python_guest("bad_guest")
     runtime.prepare(path)
     return path

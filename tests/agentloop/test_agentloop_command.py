@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from brain.agentloop import DEFAULT_AGENTLOOP
 from tests.support.python_guests import other_world_component, python_guest
 
@@ -15,6 +17,7 @@ def brain(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
+@pytest.mark.slow_e2e  # compiles a component: what it reads is Wasm, on any Python
 def test_check_tells_the_two_kinds_apart_and_says_what_fits() -> None:
     core = brain("check", str(DEFAULT_AGENTLOOP))
     assert core.returncode == 0, core.stderr
@@ -25,6 +28,7 @@ def test_check_tells_the_two_kinds_apart_and_says_what_fits() -> None:
     assert "fits the world brain:agentloop@1.0.0" in component.stdout
 
 
+@pytest.mark.slow_e2e  # compiles a component: what it reads is Wasm, on any Python
 def test_check_refuses_what_brain_cannot_run(tmp_path: Path) -> None:
     wrong = brain("check", str(other_world_component("old_version")))
     assert wrong.returncode == 1

@@ -260,6 +260,7 @@ def test_the_host_ending_the_activation_unwinds_the_guest(runtime: AgentloopRunt
     assert run(runtime, bad_guest, "fail")["error"]["code"] == "my_code"  # next one is fine
 
 
+@pytest.mark.slow_e2e  # componentize-py imports the loop on its own Python, inside Wasm
 def test_an_exception_at_import_time_fails_the_build(tmp_path: Path) -> None:
     with pytest.raises(BuildError) as caught:
         build(TEST_LOOPS / "raises_on_import.py", tmp_path / "x.wasm")
@@ -292,6 +293,7 @@ def no_compiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.mark.slow_e2e  # a real compile of a component: Wasm, the same on any Python
 def test_a_stored_artifact_is_loaded_not_compiled(tmp_path: Path, no_compiles: None) -> None:
     from brain.agentloop.engine import ProcessEngine
     from brain.agentloop.precompile import precompile

@@ -17,6 +17,9 @@ from tests.support.server import BrainServer, configured
 
 MODEL_SECS = 2.0
 
+# The loops run on componentize-py's own Python inside Wasm, not on the one running Brain.
+pytestmark = pytest.mark.slow_e2e
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:

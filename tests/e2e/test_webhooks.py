@@ -276,7 +276,7 @@ def test_the_turn_does_not_wait_for_a_slow_receiver(tmp_path: Path) -> None:
 
 def test_deleting_a_session_stops_its_pending_delivery(tmp_path: Path) -> None:
     with Receiver(fail_first=100) as receiver:
-        server = configured(tmp_path, "", webhook_env(receiver, BRAIN_WEBHOOK_RETRY_MS="1000")
+        server = configured(tmp_path, "", webhook_env(receiver, BRAIN_WEBHOOK_RETRY_MS="400")
                             ).start()
         try:
             sid = server.create_session()["id"]
@@ -285,7 +285,7 @@ def test_deleting_a_session_stops_its_pending_delivery(tmp_path: Path) -> None:
             assert server.request("POST", f"/v1/sessions/{sid}/end").status_code == 200
             assert server.request("DELETE", f"/v1/sessions/{sid}").status_code in (200, 204)
             deleted = len(receiver.posts())
-            time.sleep(3.5)  # past the next two retries (1 s, then 2 s)
+            time.sleep(1.6)  # past the next two retries (0.4 s, then 0.8 s)
             assert len(receiver.posts()) == deleted
         finally:
             server.kill()

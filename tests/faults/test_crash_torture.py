@@ -181,6 +181,7 @@ def torture(rig: tuple[BrainServer, ToolServer], kills: int, seed: int) -> None:
     assert not violations, "\n".join(violations[:20])
 
 
+@pytest.mark.slow_e2e  # what it checks is the journals and the OS, on any Python
 def test_crash_torture_ci(rig: tuple[BrainServer, ToolServer]) -> None:
     torture(rig, kills=20, seed=16)
 

@@ -204,6 +204,7 @@ def overload(tmp_path: Path, sessions: int, followers: int, turns: int, env: dic
         server.kill()
 
 
+@pytest.mark.slow_e2e  # a load run: shedding and the journals, the same on any Python
 def test_overload_sheds_and_loses_nothing(tmp_path):
     overload(tmp_path, sessions=150, followers=300, turns=2,
              env={"BRAIN_MAX_SESSION_ACTORS": "16", "BRAIN_ADMISSION_BACKLOG": "40"},

@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -31,9 +30,20 @@ script = [{text = "abcdefgh", stream_chunks = 4, chunk_delay_ms = 400}]
 """ + NOTING
 
 
-@pytest.fixture
-def slow_server(tmp_path: Path) -> Iterator[BrainServer]:
-    yield from serving(tmp_path, SLOW_MODEL)
+# One server of each kind for the module: every test works in a session of its own (the
+# scripted models answer from the session's own transcript), and none stops or restarts it.
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
+    yield from serving(tmp_path_factory.mktemp("slow"), SLOW_MODEL)
+
+
+@pytest.fixture(scope="module")
+def brain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
+    server = BrainServer(tmp_path_factory.mktemp("plain") / "data").start()
+    try:
+        yield server
+    finally:
+        server.kill()
 
 
 def chat_env(server: BrainServer) -> dict[str, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -49,8 +48,12 @@ def drop_after_request(conn, req) -> None:  # type: ignore[no-untyped-def]
     conn.reset()
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[tuple[BrainServer, ToolServer, ToolServer]]:
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[tuple[BrainServer, ToolServer, ToolServer]]:
+    """One server for the module: each test works in a session of its own, and only
+    test_http_tool_outcomes_and_exactly_one_delivery calls the two http Tools."""
+    tmp_path = tmp_path_factory.mktemp("effects")
     remote = ToolServer()
     dropper = ToolServer(drop_after_request)
     server = configured(tmp_path, CONFIG.format(remote_url=remote.url, dropper_url=dropper.url,

@@ -17,9 +17,11 @@ script = [ { text = "too late", delay_ms = 20000 } ]
 """
 
 
-@pytest.fixture
-def slow_server(tmp_path: Path):  # type: ignore[no-untyped-def]
-    server = configured(tmp_path, SLOW_MODEL, {"BRAIN_MAX_TURN_SECS": "3"}).start()
+# The module's servers are shared by its tests: each works in a session of its own.
+@pytest.fixture(scope="module")
+def slow_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    server = configured(tmp_path_factory.mktemp("slow"), SLOW_MODEL,
+                        {"BRAIN_MAX_TURN_SECS": "3"}).start()
     try:
         yield server
     finally:
@@ -125,9 +127,10 @@ description = "Sleep."
 """
 
 
-@pytest.fixture
-def tool_server(tmp_path: Path):  # type: ignore[no-untyped-def]
-    server = configured(tmp_path, LOOPING_MODEL, {"BRAIN_MAX_MODEL_CALLS": "3"}).start()
+@pytest.fixture(scope="module")
+def tool_server(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    server = configured(tmp_path_factory.mktemp("tools"), LOOPING_MODEL,
+                        {"BRAIN_MAX_MODEL_CALLS": "3"}).start()
     try:
         yield server
     finally:

@@ -120,3 +120,22 @@ def test_testing_runs_a_loop_in_plain_python(guest: Any) -> None:
     serve_with(lambda request: {"found": True, "value": "ada"})
     assert run(activate, {"input": "hi"}) == {"status": "completed", "output": "ada:hi"}
     serve_with(None)
+
+
+def test_the_build_time_warm_up_runs_every_path_and_leaves_no_trace(guest: Any) -> None:
+    """`brain agentloop build` runs `_warm.warm_up()` before its snapshot: each of the library's
+    paths must complete against the stand-in answers (an exception would only be swallowed
+    into a failed result, warming nothing), and Brain's stand-in and the echo's text must be
+    gone afterwards, or every instance would start with them."""
+    import json as json_module
+
+    from brain_guest import _echo, _host, _warm, entry
+
+    _host.answer_with(_warm._answer)
+    result = json_module.loads(entry.activate(_warm._exercise, _warm._PAYLOAD,
+                                              seal_runtime=False))
+    assert result == {"status": "completed", "output": "warm"}
+    _warm.warm_up()
+    assert _host._answer is None
+    assert _echo.echo.text == "" and _echo.echo._pristine == []
+    assert sys.stdout is sys.__stdout__ or not isinstance(sys.stdout, entry._PrintSink)

@@ -15,6 +15,7 @@ import shutil
 from importlib import metadata
 from pathlib import Path
 
+import brain.agentloop.build as build_module
 from brain.agentloop.build import GUEST_LIBRARY, build, componentize
 from brain.agentloop.components import WIT_PATH, artifact_name
 from brain.agentloop.precompile import precompile
@@ -27,7 +28,9 @@ BUILD_DIR = ROOT / "build" / "python-agentloops"
 
 def _build_key(source: Path) -> str:
     digest = hashlib.sha256(metadata.version("componentize-py").encode())
-    for path in [source, WIT_PATH, *sorted(GUEST_LIBRARY.rglob("*.py"))]:
+    # The generated entry module is part of every build, so build.py is part of the key.
+    for path in [source, WIT_PATH, Path(build_module.__file__),
+                 *sorted(GUEST_LIBRARY.rglob("*.py"))]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

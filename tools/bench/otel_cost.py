@@ -14,16 +14,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
-from tests.support.server import BrainServer
-from tools.bench.common import loadavg, summary_ms
-from tools.bench.turns import send
+from tools.bench.common import bench_server, loadavg, summary_ms
+from tools.bench.turns import alternated_rounds, send
 from tools.bench.workload import TEXT_MODEL, brain_config
 
 TARGET_RATIO = 1.10
@@ -70,34 +67,18 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     args = parser.parse_args()
     sink = Sink()
-    with tempfile.TemporaryDirectory(prefix="brain-otel-") as tmp, \
-            contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         stack.callback(sink.close)
         arms = {"off": {}, "on": {"BRAIN_OTEL": "1", "OTEL_SERVICE_NAME": "brain-bench",
                                   "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
                                   "OTEL_BSP_SCHEDULE_DELAY": "200"}}
-        servers = {arm: stack.enter_context(_server(Path(tmp) / arm, env))
+        servers = {arm: stack.enter_context(bench_server(env, brain_config()))
                    for arm, env in arms.items()}
         sids = {arm: s.create_session(model=TEXT_MODEL)["id"] for arm, s in servers.items()}
         for arm, server in servers.items():  # warm both: executors, pool, exporter
             for i in range(3):
                 send(server, sids[arm], f"warm {i}")
-        samples: dict[str, list[float]] = {arm: [] for arm in servers}
-        rounds: list[dict[str, float]] = []
-        names = list(servers)
-        for round_ in range(args.rounds):
-            order = names[round_ % len(names):] + names[:round_ % len(names)]
-            medians: dict[str, float] = {}
-            for arm in order:
-                took = []
-                for i in range(args.turns):
-                    start = time.perf_counter()
-                    if send(servers[arm], sids[arm], f"turn {i}") is None:
-                        raise RuntimeError(f"{arm}: a hung turn")
-                    took.append(time.perf_counter() - start)
-                samples[arm].extend(took)
-                medians[arm] = statistics.median(took)
-            rounds.append(medians)
+        samples, rounds = alternated_rounds(servers, sids, args.rounds, args.turns)
         time.sleep(0.5)  # the last batch reaches the sink
     print(f"load {loadavg()}; {args.rounds * args.turns} text turns per arm, "
           f"{args.rounds} alternated rounds")
@@ -108,19 +89,6 @@ def main() -> None:
     print(f"  on/off, median of per-round p50 ratios: {ratio:.3f}x ({verdict} the "
           f"{TARGET_RATIO:.2f}x target); {sink.batches} export batches, "
           f"{sink.bytes / 1024:.1f} KiB")
-
-
-@contextlib.contextmanager
-def _server(root: Path, env: dict[str, str]):  # type: ignore[no-untyped-def]
-    root.mkdir(parents=True)
-    config = root / "brain.toml"
-    config.write_text(brain_config())
-    server = BrainServer(root / "data", env={"BRAIN_CONFIG": str(config), **env}, cwd=root)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 if __name__ == "__main__":

@@ -25,9 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.support.server import BrainServer
-from tools.bench.common import loadavg, summary_ms
-from tools.bench.turns import TOOL_CONFIG, send
+from tools.bench.common import bench_server, loadavg, summary_ms
+from tools.bench.turns import TOOL_CONFIG, alternated_rounds, send
 
 
 def writer_cost_us(lines: int = 20000) -> tuple[float, float]:
@@ -62,7 +61,7 @@ def main() -> None:
         arms: dict[str, dict[str, str]] = {"off": {}, "on": {"BRAIN_TRACE": str(trace)}}
         if args.old_tree is not None:
             arms["old"] = {"PYTHONPATH": str(args.old_tree.resolve())}
-        servers = {arm: stack.enter_context(_server(Path(tmp) / arm, env))
+        servers = {arm: stack.enter_context(bench_server(env, TOOL_CONFIG))
                    for arm, env in arms.items()}
         sids = {arm: s.create_session(model="tooluser", tools=["echo"], idle_ttl_ms=0)["id"]
                 for arm, s in servers.items()}
@@ -70,22 +69,7 @@ def main() -> None:
             for i in range(3):
                 send(server, sids[arm], f"warm {i}")
         lines_before, bytes_before = _lines(trace), _size(trace)
-        samples: dict[str, list[float]] = {arm: [] for arm in servers}
-        rounds: list[dict[str, float]] = []  # each arm's median turn, per round
-        names = list(servers)
-        for round_ in range(args.rounds):
-            order = names[round_ % len(names):] + names[:round_ % len(names)]
-            medians: dict[str, float] = {}
-            for arm in order:
-                took = []
-                for i in range(args.turns):
-                    start = time.perf_counter()
-                    if send(servers[arm], sids[arm], f"turn {i}") is None:
-                        raise RuntimeError(f"{arm}: a hung turn")
-                    took.append(time.perf_counter() - start)
-                samples[arm].extend(took)
-                medians[arm] = statistics.median(took)
-            rounds.append(medians)
+        samples, rounds = alternated_rounds(servers, sids, args.rounds, args.turns)
         time.sleep(0.3)  # the last lines reach the file within 100 ms
         turns = args.rounds * args.turns
         lines = (_lines(trace) - lines_before) / turns
@@ -106,17 +90,6 @@ def main() -> None:
           "flusher thread (in-process, no contention)")
 
 
-@contextlib.contextmanager
-def _server(root: Path, env: dict[str, str]):  # type: ignore[no-untyped-def]
-    root.mkdir(parents=True)
-    config = root / "brain.toml"
-    config.write_text(TOOL_CONFIG)
-    server = BrainServer(root / "data", env={"BRAIN_CONFIG": str(config), **env}, cwd=root)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 def _lines(path: Path) -> int:

@@ -184,6 +184,31 @@ def settle(server: BrainServer, ids: list[str], per_round: int = WARM_UP_TURNS) 
           flush=True)
 
 
+def alternated_rounds(servers: dict[str, BrainServer], sids: dict[str, str], rounds: int,
+                      turns: int) -> tuple[dict[str, list[float]], list[dict[str, float]]]:
+    """`turns` sequential turns on each server's session, round after round, each round
+    starting from the next arm, so a swing of the machine's speed reaches every arm alike.
+    Returns every turn's seconds by arm, and each round's median turn by arm (compare arms by
+    the median of per-round ratios: only minutes apart)."""
+    samples: dict[str, list[float]] = {arm: [] for arm in servers}
+    medians: list[dict[str, float]] = []
+    names = list(servers)
+    for round_ in range(rounds):
+        order = names[round_ % len(names):] + names[:round_ % len(names)]
+        this_round: dict[str, float] = {}
+        for arm in order:
+            took = []
+            for i in range(turns):
+                start = time.perf_counter()
+                if send(servers[arm], sids[arm], f"turn {i}") is None:
+                    raise RuntimeError(f"{arm}: a hung turn")
+                took.append(time.perf_counter() - start)
+            samples[arm].extend(took)
+            this_round[arm] = statistics.median(took)
+        medians.append(this_round)
+    return samples, medians
+
+
 def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -> None:
     policy = "resident (idle_ttl_ms 0)" if resident else "default (released after each turn)"
     print(f"arm {arm}, {policy} sessions; before: {loadavg()}")

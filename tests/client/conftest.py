@@ -4,7 +4,8 @@ The server is shared by the package's tests to keep their runtime short; every t
 own sessions, so none depends on another's state. Models: `scripted` (the default, instant
 echo), `slow` (20 s before answering: cancelled long before that), `stream` (four deltas) and
 `hostcaller` / `shellcaller` (call the host Tool `hosted` / the host Environment `remote`'s exec
-through `remote_shell`, then answer with the tool results).
+through `remote_shell`, then answer with the tool results) and `fanout` (asks for FANOUT calls
+of `hosted` in one answer, which a turn runs concurrently).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import pytest
 from brain.client import Brain
 from tests.support.server import BrainServer, serving
 
+FANOUT = 20
+
 MODELS = """
 [models.slow]
 provider = "scripted"
@@ -30,6 +33,10 @@ script = [ { text = "one two three four", stream_chunks = 4, chunk_delay_ms = 15
 [models.hostcaller]
 provider = "scripted"
 script = [ { tool_calls = [ { name = "hosted", input = { word = "hi" } } ] }, { delay_ms = 0 } ]
+
+[models.fanout]
+provider = "scripted"
+script = [ { tool_calls = [ FANOUT_CALLS ] }, { delay_ms = 0 } ]
 
 [models.shellcaller]
 provider = "scripted"
@@ -48,12 +55,14 @@ route = "environment"
 environment = "remote"
 op = "exec"
 description = "Run a command on the host."
-"""
+""".replace("FANOUT_CALLS", ", ".join(f'{{ name = "hosted", input = {{ n = {n} }} }}'
+                                      for n in range(FANOUT)))
 
 
 @pytest.fixture(scope="package")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
-    yield from serving(tmp_path_factory.mktemp("client"), MODELS, {"BRAIN_MAX_TURN_SECS": "30"})
+    yield from serving(tmp_path_factory.mktemp("client"), MODELS, {"BRAIN_MAX_TURN_SECS": "30",
+                                                                "BRAIN_MAX_TOOL_SECS": "25"})
 
 
 @pytest.fixture

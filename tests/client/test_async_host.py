@@ -1,12 +1,11 @@
 """`await async_brain.serve_host(...)`: host Tools and Environments served by `async def`
 handlers on the test's event loop (docs/host-tools.md, "Async handlers").
 
-A real `brain serve` of this module's own configures the host Tool `hosted`, the host
-Environment `remote` (with `remote_shell` routed to its exec) and scripted models that call
-them: `hostcaller` once, `fanout` twenty times in one model answer (a turn runs those
-concurrently); `slow` answers after 20 s (cancelled long before). Each test runs its
-coroutine under an overall timeout and closes every host it starts, so no host outlives its
-test.
+The package's shared `brain serve` (tests/client/conftest.py) configures the host Tool
+`hosted`, the host Environment `remote` and scripted models that call them: `hostcaller` once,
+`fanout` twenty times in one model answer (a turn runs those concurrently); `slow` answers
+after 20 s (cancelled long before). Each test runs its coroutine under an overall timeout and
+closes every host it starts, so no host outlives its test.
 """
 
 from __future__ import annotations
@@ -14,55 +13,16 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pytest
 
 from brain.client import AsyncBrain, AsyncHostServer, AsyncSession, HostCall, current_call
-from tests.support.server import BrainServer, serving
+from tests.client.conftest import FANOUT
+from tests.support.server import BrainServer
 
 T = TypeVar("T")
-FANOUT = 20
-
-CONFIG = """
-[models.slow]
-provider = "scripted"
-script = [ { text = "too late", delay_ms = 20000 } ]
-
-[models.hostcaller]
-provider = "scripted"
-script = [ { tool_calls = [ { name = "hosted", input = { word = "hi" } } ] }, { delay_ms = 0 } ]
-
-[models.fanout]
-provider = "scripted"
-script = [ { tool_calls = [ FANOUT_CALLS ] }, { delay_ms = 0 } ]
-
-[models.shellcaller]
-provider = "scripted"
-script = [ { tool_calls = [ { name = "remote_shell", input = { argv = ["uname"] } } ] },
-           { delay_ms = 0 } ]
-
-[tools.hosted]
-route = "host"
-description = "Served by an AsyncHostServer of the test process."
-
-[environments.remote]
-kind = "host"
-
-[tools.remote_shell]
-route = "environment"
-environment = "remote"
-op = "exec"
-description = "Run a command on the host."
-""".replace("FANOUT_CALLS", ", ".join(f'{{ name = "hosted", input = {{ n = {n} }} }}'
-                                      for n in range(FANOUT)))
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
-    yield from serving(tmp_path_factory.mktemp("async-host"), CONFIG,
-                       {"BRAIN_MAX_TURN_SECS": "30", "BRAIN_MAX_TOOL_SECS": "25"})
 
 
 def run(make: Callable[[AsyncBrain], Awaitable[T]], server: BrainServer,

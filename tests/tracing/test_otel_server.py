@@ -27,15 +27,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: 
 
 from tests.support.server import BrainServer, configured  # noqa: E402
 from tests.support.waiting import wait_for  # noqa: E402
+from tests.tracing.models import TOOLUSER  # noqa: E402
 
-CONFIG = """
-[models.tooluser]
-provider = "scripted"
-script = [
-  { tool_calls = [ { name = "echo", input = { a = 1 } } ] },
-  { text = "done" },
-]
-
+CONFIG = TOOLUSER + """
 [models.slowtool]
 provider = "scripted"
 script = [

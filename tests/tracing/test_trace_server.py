@@ -13,15 +13,9 @@ import pytest
 
 from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
+from tests.tracing.models import TOOLUSER
 
-CONFIG = """
-[models.tooluser]
-provider = "scripted"
-script = [
-  { tool_calls = [ { name = "echo", input = { a = 1 } } ] },
-  { text = "done" },
-]
-
+CONFIG = TOOLUSER + """
 [models.slow]
 provider = "scripted"
 script = [ { text = "too late", delay_ms = 20000 } ]

@@ -42,6 +42,7 @@ from brain.client.host_answers import (
     op_failure_answer,
     op_result_answer,
     postable,
+    served_handlers,
     tool_failure_answer,
     tool_value_answer,
 )
@@ -117,14 +118,8 @@ class HostServer:
     def __init__(self, brain: SessionsClient, tools: Mapping[str, ToolHandler] | None = None,
                  environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
                  max_concurrency: int = 16) -> None:
-        self.tools = dict(tools or {})
-        self.environments = dict(environments or {})
-        if not self.tools and not self.environments:
-            raise ValueError("serve at least one host tool or environment")
-        if not 0 <= wait_secs <= 30:
-            raise ValueError("wait_secs must be between 0 and 30")
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
+        self.tools, self.environments = served_handlers(tools, environments, wait_secs,
+                                                        max_concurrency)
         self.brain = brain
         self.wait_secs = wait_secs
         self.max_concurrency = max_concurrency

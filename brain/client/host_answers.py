@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from brain.client.errors import BrainClientError, ClientClosed, NotFound, TransportError
@@ -19,6 +20,24 @@ log = logging.getLogger("brain.client")
 ENVIRONMENT_OPS = ("setup", "detach", "teardown", "exec", "read", "write")
 REQUEST_OPS = ("exec", "read", "write")  # the ops whose method takes the request
 TOOL_ANSWER_KEYS = frozenset({"content", "is_error", "events"})
+
+
+def served_handlers(tools: Mapping[str, Any] | None, environments: Mapping[str, Any] | None,
+                    wait_secs: float, max_concurrency: int) -> tuple[dict[str, Any],
+                                                                     dict[str, Any]]:
+    """The tools and environments a host server is asked to serve, as its own dicts; what it
+    could never serve is refused when the server is made, not at its first call."""
+    tools, environments = dict(tools or {}), dict(environments or {})
+    if not tools and not environments:
+        raise ValueError("serve at least one host tool or environment")
+    for name, handler in tools.items():
+        if not callable(handler):
+            raise TypeError(f"the handler of the tool {name!r} is not callable")
+    if not 0 <= wait_secs <= 30:
+        raise ValueError("wait_secs must be between 0 and 30")
+    if max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1")
+    return tools, environments
 
 
 def message_of(exc: BaseException) -> str:

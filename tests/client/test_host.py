@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+import pytest
+
 from brain.client import Brain, HostCall, Session, current_call
 from tests.client.conftest import collect
 from tests.support.server import BrainServer
@@ -240,3 +242,15 @@ def test_names_brain_does_not_serve_are_refused(brain: Brain) -> None:
     wait_for(lambda: not host.running, timeout=10, what="the refused host to stop")
     assert host.error is not None and host.error.code == "invalid_request"
     host.stop()
+
+
+def test_what_a_host_could_never_serve_is_refused_when_it_is_made(brain: Brain) -> None:
+    """Refused by serve_host itself (the same rules as AsyncBrain.serve_host), before any poll."""
+    with pytest.raises(ValueError, match="at least one"):
+        brain.serve_host()
+    with pytest.raises(TypeError, match="'hosted' is not callable"):
+        brain.serve_host(tools={"hosted": "not a function"})
+    with pytest.raises(ValueError, match="wait_secs"):
+        brain.serve_host(tools={"hosted": lambda call: None}, wait_secs=31)
+    with pytest.raises(ValueError, match="max_concurrency"):
+        brain.serve_host(tools={"hosted": lambda call: None}, max_concurrency=0)

@@ -9,12 +9,26 @@ handle and stream raise ClientClosed at once.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from brain.client.errors import api_error
 from brain.client.keys import check_idempotency_key
 from brain.client.stream import EventStream
-from brain.client.transport import Response, Transport
+from brain.client.transport import Response, Timeouts, Transport
+
+
+class TransportLike(Protocol):
+    """What ApiBase uses of a transport (brain/client/transport.py or async_api.py's)."""
+
+    timeouts: Timeouts
+
+    @property
+    def closed(self) -> bool: ...
+
+    def check_open(self) -> None: ...
+
+
+TransportT = TypeVar("TransportT", bound=TransportLike)
 
 NO_BODY: Any = object()
 """Marks a request without a JSON body (`None` is the JSON body `null`)."""
@@ -40,8 +54,10 @@ def checked(answer: Response) -> Response:
     return answer
 
 
-class Api:
-    def __init__(self, transport: Transport) -> None:
+class ApiBase(Generic[TransportT]):
+    """What the sync `Api` and the asyncio `AsyncApi` share: the transport and its state."""
+
+    def __init__(self, transport: TransportT) -> None:
         self.transport = transport
 
     @property
@@ -56,6 +72,10 @@ class Api:
     def check_open(self) -> None:
         """Raise ClientClosed once the owning client was closed."""
         self.transport.check_open()
+
+
+class Api(ApiBase[Transport]):
+    """The sync client's: blocking calls and streams over its Transport."""
 
     def call(self, method: str, path: str, *, query: dict[str, Any] | None = None,
              body: Any = NO_BODY, headers: dict[str, str] | None = None,

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from brain.client.api import NO_BODY, checked, encode_request
+from brain.client.api import NO_BODY, ApiBase, checked, encode_request
 from brain.client.errors import ClientClosed, RequestTimeout, TransportError
 from brain.client.transport import REPEATABLE_METHODS, Response, Timeouts
 
@@ -140,22 +140,8 @@ class AsyncTransport:
             raise
 
 
-class AsyncApi:
+class AsyncApi(ApiBase[AsyncTransport]):
     """What an AsyncBrain and its AsyncSession handles share: one transport, one way to call."""
-
-    def __init__(self, transport: AsyncTransport) -> None:
-        self.transport = transport
-
-    @property
-    def closed(self) -> bool:
-        return self.transport.closed
-
-    @property
-    def turn_timeout(self) -> float:
-        return self.transport.timeouts.turn
-
-    def check_open(self) -> None:
-        self.transport.check_open()
 
     async def call(self, method: str, path: str, *, query: dict[str, Any] | None = None,
                    body: Any = NO_BODY, headers: dict[str, str] | None = None,

@@ -79,13 +79,6 @@ log = logging.getLogger(__name__)
 
 SWEEP_SECS = 1.0
 
-ASK_PERIOD_SECS = 0.25
-"""At most this often, work that starts to wait asks slots to report and executors to park
-(`_work_waits`). Near capacity the backlog empties and fills again every few turns (58 times in
-6 s, 200 sessions on a 2 s model), and each time would cost a message to every slot and
-executor. A report asked sooner comes by its own timer about as soon (REPORT_DELAY_SECS), and
-an effect parks after its grace anyway, so nothing waits on the asks beyond that."""
-
 
 METRICS_FLUSH_SECS = 0.5
 """How often the metric deltas released session actors handed over go to the MetricsActor."""
@@ -104,11 +97,6 @@ class SweepBacklog:
 @dataclass(frozen=True)
 class StartAdmitted:
     """The registry's own timer: the admitted turns held back may start now."""
-
-
-@dataclass(frozen=True)
-class AskAgain:
-    """The registry's own timer: the asks held back within ASK_PERIOD_SECS may go now."""
 
 
 @dataclass(frozen=True)
@@ -152,8 +140,6 @@ class Registry(PoolForks, TracedDispatcher):
         self._fork_armed = False
         self._last_fork = 0.0
         self._sweep_armed = False
-        self._asked_at = -ASK_PERIOD_SECS  # when work that started to wait last asked
-        self._ask_armed = False  # an AskAgain is on its way
         self._metrics = MetricBatch()  # deltas from Released, until the next FlushMetrics
         self._memory = MemoryBudget(settings.memory_reserve_mb)
         self._cpu_idle = CpuIdle()
@@ -166,7 +152,6 @@ class Registry(PoolForks, TracedDispatcher):
             SweepBacklog: self._sweep_backlog,
             StartAdmitted: self._admitted_due,
             SuspendedDeadlines: self._expire_suspended,
-            AskAgain: self._ask_again,
             RefillPool: self._refill,
         }
 
@@ -196,7 +181,8 @@ class Registry(PoolForks, TracedDispatcher):
                                           "backlog is full; retry after Retry-After")
             self._backlog_changed()
             if was_empty:  # while it stays, actors see it on the board and report at once
-                self._work_waits()
+                self._ask_for_reports()
+                self._park_everything()
             return
         self._observe("brain_admission_wait_seconds", 0.0)  # an actor was free
         self._forward(self._open(msg.session_id), msg, sender)
@@ -306,25 +292,6 @@ class Registry(PoolForks, TracedDispatcher):
         handler = self._on_timer.get(type(msg.payload))
         if handler is not None:
             handler()
-
-    def _work_waits(self) -> None:
-        """The backlog went from empty to non-empty: ask slots to report and executors to park,
-        unless that was done less than ASK_PERIOD_SECS ago; then once the period is over, if
-        work still waits."""
-        now = time.monotonic()
-        wait = self._asked_at + ASK_PERIOD_SECS - now
-        if wait <= 0:
-            self._asked_at = now
-            self._ask_for_reports()
-            self._park_everything()
-        elif not self._ask_armed:
-            self._ask_armed = True
-            self.wakeupAfter(wait, AskAgain())
-
-    def _ask_again(self) -> None:
-        self._ask_armed = False
-        if self._backlog:
-            self._work_waits()
 
     def _ask_for_reports(self) -> None:
         """Work waits for an actor: ask every actor that may hold an unreported release

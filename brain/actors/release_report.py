@@ -18,8 +18,8 @@ out again. One report then covers every release since the last: the commands han
 them (the registry frees the actor only when that equals what it forwarded), how many
 times the session was opened (what the pool's recycling counts) and the metric deltas. The
 report goes at once when work is waiting for an actor (the admission board shows a backlog, or
-the registry asks with `ReportRelease` as work starts to wait, at most once per its
-`ASK_PERIOD_SECS`), so a slot is not held from a session that needs an actor.
+the registry asks with `ReportRelease` as work starts to wait), so a slot is not held from a
+session that needs an actor.
 """
 
 from __future__ import annotations

@@ -36,7 +36,6 @@ from brain.actors.messages import (
     Warmed,
     WarmUp,
 )
-from brain.actors.registry import ASK_PERIOD_SECS
 from tests.support.registry_harness import FixedPoolRegistry, in_process_actors
 
 ASK_SECS = 5
@@ -164,24 +163,6 @@ def test_work_that_starts_to_wait_asks_each_slot_once_to_report(actors: ActorSys
     assert (asked(actors, one), asked(actors, two)) == (1, 1)
     assert actors.ask(one, ("release", registry, "s1", 1, 1), ASK_SECS) == "sent"
     assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 1, "s3 got one"
-
-
-def test_work_that_waits_again_soon_asks_once_the_period_is_over(actors: ActorSystem) -> None:
-    """Near capacity the backlog empties and fills again every few turns: the asks go at most
-    once per ASK_PERIOD_SECS, and the ones held back go when it is over if work still waits."""
-    registry = start_registry(actors)
-    one = busy_actor(actors, registry, "s1")
-    two = busy_actor(actors, registry, "s2")
-    actors.tell(registry, ToSession("a3", "s3", RunAdmitted()))  # the backlog was empty: ask
-    assert (asked(actors, one), asked(actors, two)) == (1, 1)
-    assert actors.ask(one, ("release", registry, "s1", 1, 1), ASK_SECS) == "sent"
-    assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 0, "s3 got one"
-    actors.tell(registry, ToSession("a4", "s4", RunAdmitted()))  # waits again at once
-    assert (asked(actors, one), asked(actors, two)) == (1, 1), "held back"
-    time.sleep(ASK_PERIOD_SECS + 0.05)
-    assert actors.ask(registry, "stats", ASK_SECS)["backlog_sessions"] == 1  # runs the timer
-    # One had s3 forwarded since its ask; two had nothing since and is not asked twice.
-    assert (asked(actors, one), asked(actors, two)) == (2, 1)
 
 
 def test_a_report_of_several_opens_counts_them_toward_recycling(actors: ActorSystem) -> None:

@@ -36,6 +36,7 @@ from brain.actors.messages import (
     Parked,
     Services,
 )
+from brain.actors.park_at_once import park_now
 from brain.actors.trace import TracedDispatcher
 from brain.actors.worker_threads import WorkerThreads
 from brain.effects import Outcome
@@ -70,7 +71,7 @@ class ExecutorActor(BridgedActor):
         self.routes: dict[tuple[str, int], Any] = {}  # effect → where its outcome goes
         self._unparked: set[tuple[str, int]] = set()  # running effects that may still park
         settings = Settings.from_env()
-        self._grace = settings.suspend_after_ms / 1000.0
+        self._suspend_after_ms = settings.suspend_after_ms
         self._board = BoardReader(settings.data_path)
 
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
@@ -102,10 +103,10 @@ class ExecutorActor(BridgedActor):
             return  # the session actor decided; nothing left to decide here
         if self.parks and self.services.get(REGISTRY_GLOBAL_NAME) is not None:
             self._unparked.add(key)
-            if self._grace <= 0 or self._board.read()[0] > 0:
+            if park_now(self._suspend_after_ms, self._board):
                 self._park(key)
             else:
-                self.wakeupAfter(self._grace, ParkDue(*key))
+                self.wakeupAfter(self._suspend_after_ms / 1000.0, ParkDue(*key))
 
     def _park(self, key: tuple[str, int]) -> None:
         """The effect's outcome goes to the registry from now on; its session actor hears so."""

@@ -47,11 +47,17 @@ def model_runs_at_once(msg: RunModelCall, providers: ProviderCache, environ: Any
         return False  # the executor's thread reports what is wrong with the model
 
 
+def park_now(suspend_after_ms: float, board: BoardReader) -> bool:
+    """The rule both sides apply to an effect that waits: park it as it starts when the grace
+    is 0, or when work waits for a session actor (the admission board shows a backlog)."""
+    return suspend_after_ms <= 0 or board.read()[0] > 0
+
+
 class ParkAtOnce:
     """The session actor's side: which of a step's effects it parks as it sends them."""
 
     def __init__(self, suspend_after_ms: int, board: BoardReader) -> None:
-        self._no_grace = suspend_after_ms <= 0
+        self._suspend_after_ms = suspend_after_ms
         self._board = board
         self._providers: ProviderCache | None = None  # made when first needed
 
@@ -60,7 +66,7 @@ class ParkAtOnce:
         parked: list[Parked] = []
         if not any(isinstance(m, RunModelCall | RunToolCall) for m in messages):
             return messages, parked
-        if not (self._no_grace or self._board.read()[0] > 0):
+        if not park_now(self._suspend_after_ms, self._board):
             return messages, parked
         marked = []
         for msg in messages:

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
+from brain.client.admission_watch import CANCEL, READ_STATE, cancel_after_admission
 from brain.client.async_api import AsyncApi
 from brain.client.async_stream import AsyncEventStream
-from brain.client.cancelling import FIRST_POLL_SECS, MAX_POLL_SECS
-from brain.client.errors import BrainClientError, Cancelled, ClientClosed
+from brain.client.errors import BrainClientError, Cancelled
 from brain.client.keys import new_idempotency_key
 from brain.client.session import SessionSnapshot
 from brain.client.session_calls import TurnInput
@@ -42,12 +41,9 @@ from brain.client.shapes import (
     Receipt,
     Transcript,
     TurnResult,
-    TurnState,
 )
 from brain.client.signal import CancelSignal
 from brain.client.transport import quote_segment
-
-log = logging.getLogger("brain.client")
 
 
 class AsyncSession(SessionSnapshot):
@@ -153,32 +149,31 @@ class AsyncSession(SessionSnapshot):
 
     async def _cancel_after_admission(self, baseline: int,
                                       sending: asyncio.Task[TurnResult]) -> CancelAnswer | None:
-        """Poll until our turn is visible, then cancel it if it still runs; None if not needed."""
-        cancel_key = new_idempotency_key()
-        pause = FIRST_POLL_SECS
-        while not sending.done():
-            try:
-                turn = TurnState.from_json((await self._fetch_state()).get("turn"))
-            except ClientClosed:
-                raise
-            except BrainClientError as exc:
-                log.warning("session %s: reading the session to observe admission failed: %s",
-                            self.id, exc)
-                turn = None
-            if turn is not None and turn.sequence > baseline:
-                if turn.status != "running":
-                    return None  # finished already; the send is about to return
+        """Poll until our turn is visible, then cancel it if it still runs; None if not needed
+        (brain/client/admission_watch.py, driven with awaited calls)."""
+        if sending.done():
+            return None
+        watch = cancel_after_admission(self.id, baseline)
+
+        async def perform(step: Any) -> Any:
+            if step == READ_STATE:
+                return await self._fetch_state()
+            if isinstance(step, tuple) and step[0] == CANCEL:
+                return await self.interrupt(step[1])
+            await asyncio.wait({sending}, timeout=step)
+            return sending.done()
+
+        try:
+            step = next(watch)
+            while True:
                 try:
-                    return await self.interrupt(cancel_key)
-                except ClientClosed:
-                    raise
+                    answer = await perform(step)
                 except BrainClientError as exc:
-                    log.warning("session %s: cancelling turn %d failed: %s", self.id,
-                                turn.sequence, exc)
-                    return None
-            await asyncio.wait({sending}, timeout=pause)
-            pause = min(MAX_POLL_SECS, pause * 2)
-        return None
+                    step = watch.throw(exc)
+                else:
+                    step = watch.send(answer)
+        except StopIteration as stop:
+            return stop.value
 
     async def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async); always keyed (generated)."""

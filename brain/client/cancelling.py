@@ -21,20 +21,15 @@ for an exclusively owned child"); otherwise another owner's turn could be taken 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 from typing import Any
 
-from brain.client.errors import BrainClientError, Cancelled, ClientClosed
-from brain.client.keys import new_idempotency_key
+from brain.client.admission_watch import CANCEL, READ_STATE, cancel_after_admission
+from brain.client.errors import BrainClientError, Cancelled
 from brain.client.session_calls import SessionCalls
-from brain.client.shapes import CancelAnswer, TurnResult, TurnState
+from brain.client.shapes import CancelAnswer, TurnResult
 from brain.client.signal import CancelSignal
 
-log = logging.getLogger("brain.client")
-
-FIRST_POLL_SECS = 0.02
-MAX_POLL_SECS = 0.5
 WAIT_SLICE_SECS = 1.0
 
 
@@ -91,29 +86,27 @@ def send_with_signal(session: SessionCalls, turn_input: Any, key: str, signal: C
 
 def _cancel_after_admission(session: SessionCalls, baseline: int,
                             outcome: _Outcome) -> CancelAnswer | None:
-    """Poll until our turn is visible, then cancel it if it still runs; None if not needed."""
-    cancel_key = new_idempotency_key()
-    pause = FIRST_POLL_SECS
-    while not outcome.done.is_set():
-        try:
-            turn = TurnState.from_json(session.fetch_state().get("turn"))
-        except ClientClosed:
-            raise
-        except BrainClientError as exc:
-            log.warning("session %s: reading the session to observe admission failed: %s",
-                        session.session_id, exc)
-            turn = None
-        if turn is not None and turn.sequence > baseline:
-            if turn.status != "running":
-                return None  # finished already; the send is about to return
+    """Poll until our turn is visible, then cancel it if it still runs; None if not needed
+    (brain/client/admission_watch.py, driven with blocking calls)."""
+    if outcome.done.is_set():
+        return None
+    watch = cancel_after_admission(session.session_id, baseline)
+
+    def perform(step: Any) -> Any:
+        if step == READ_STATE:
+            return session.fetch_state()
+        if isinstance(step, tuple) and step[0] == CANCEL:
+            return session.post_cancel(step[1])
+        return outcome.done.wait(step)
+
+    try:
+        step = next(watch)
+        while True:
             try:
-                return session.post_cancel(cancel_key)
-            except ClientClosed:
-                raise
+                answer = perform(step)
             except BrainClientError as exc:
-                log.warning("session %s: cancelling turn %d failed: %s", session.session_id,
-                            turn.sequence, exc)
-                return None
-        outcome.done.wait(pause)
-        pause = min(MAX_POLL_SECS, pause * 2)
-    return None
+                step = watch.throw(exc)
+            else:
+                step = watch.send(answer)
+    except StopIteration as stop:
+        return stop.value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import tempfile
 import time
@@ -36,6 +37,12 @@ def raw_fdatasync_rate(directory: Path, records: int = 2000, size: int = 200) ->
         os.close(fd)
         path.unlink(missing_ok=True)
     return records / elapsed
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU of this process so far (the benchmark's client side)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def summary_ms(samples: list[float]) -> str:

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
-import threading
 import time
 from collections import defaultdict
 
 from brain.procstat import CLOCK_TICK_SECS, read_stat
 from tests.support.server import BrainServer
-from tools.bench.common import bench_server, loadavg, percentile
+from tools.bench.common import bench_server, loadavg, own_cpu_seconds, percentile
+from tools.bench.sampling import PeriodicSampler
 from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
 
@@ -52,14 +51,14 @@ def role_of(cmdline: str) -> str:
     return cmdline[:40] or "?"
 
 
-class CpuSampler:
+class CpuSampler(PeriodicSampler):
     """Last-seen CPU of every process of one process group, sampled in a thread."""
 
     def __init__(self, pgrp: int) -> None:
+        super().__init__(SAMPLE_SECS)
         self.pgrp = pgrp
         self.seen: dict[tuple[int, str], float] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.start: dict[tuple[int, str], float] = {}
 
     def sample(self) -> None:
         for entry in os.listdir("/proc"):
@@ -69,20 +68,8 @@ class CpuSampler:
             if got is not None and got[1] == self.pgrp:
                 self.seen[(int(entry), got[2])] = got[0]
 
-    def _run(self) -> None:
-        while not self._stop.wait(SAMPLE_SECS):
-            self.sample()
-
-    def __enter__(self) -> CpuSampler:
-        self.sample()
+    def began(self) -> None:
         self.start = dict(self.seen)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sample()
 
     def started_during(self) -> int:
         """Processes first seen after the run began (forked actors, gunicorn workers)."""
@@ -116,11 +103,6 @@ class CpuSampler:
         return dict(totals)
 
 
-def client_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
     model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
     ids = [server.create_session(model=model, tools=tools)["id"] for _ in range(sessions)]
@@ -130,7 +112,7 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
         settle(server, ids)
     pgrp = server.proc.pid  # the server leads its own process group
     deadline = time.monotonic() + 600
-    client_before = client_cpu()
+    client_before = own_cpu_seconds()
     with CpuSampler(pgrp) as sampler:
         began = time.perf_counter()
         if sessions == 1:
@@ -141,7 +123,7 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
             run = concurrent_turns(server, ids, max(1, turns // sessions), deadline)
             done, hung, p50 = run.turns, run.hung, ""
         elapsed = time.perf_counter() - began
-    client = client_cpu() - client_before
+    client = own_cpu_seconds() - client_before
     roles = sampler.by_role()
     total = sum(roles.values())
     print(f"{arm} arm, {sessions} session(s), {done} turns in {elapsed:.2f} s "

@@ -11,14 +11,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tools.bench.common import journal_batches_per_turn
+from tools.bench.common import journal_batches_per_turn, own_cpu_seconds
 from tools.bench.fleet_drive import BrainSession, arm_result, drive, error_code, warm_up_line
 from tools.bench.fleet_measure import (
     PssSampler,
     group_cpu_seconds,
     idle_pss_kib,
     listen_counters,
-    own_cpu_seconds,
 )
 from tools.bench.fleet_shapes import PHASE_SLACK_SECS, REQUEST_TIMEOUT_SECS, ArmResult, Workload
 from tools.bench.workload import SLOW_MODEL

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import resource
 import statistics
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 from brain.procstat import CLOCK_TICK_SECS, all_stats
 from tools.bench.common import pss_kib
 from tools.bench.fleet_shapes import SAMPLE_SECS, SAMPLES_IDLE
+from tools.bench.sampling import PeriodicSampler
 
 # --- processes: descriptors, memory, CPU ----------------------------------------------------
 
@@ -33,11 +33,6 @@ def group_cpu_seconds(pgrp: int) -> float:
                for proc in all_stats() if proc.pgrp == pgrp) * CLOCK_TICK_SECS
 
 
-def own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "SyncookiesSent")
 
 
@@ -56,21 +51,20 @@ def listen_counters() -> dict[str, int]:
     return {name: int(values[name]) for name in LISTEN_COUNTERS if name in values}
 
 
-class PssSampler:
+class PssSampler(PeriodicSampler):
     """The peak of the summed PSS of `pids()`, read every SAMPLE_SECS in a thread.
 
-    Its own CPU (reading smaps_rollup walks page tables) is kept apart, so that the client's
-    CPU can be told from the measuring's."""
+    Its own CPU (reading smaps_rollup walks page tables) is kept apart (`cpu_secs`), so that
+    the client's CPU can be told from the measuring's."""
 
     def __init__(self, pids: Callable[[], list[int]]) -> None:
+        super().__init__(SAMPLE_SECS)
         self._pids = pids
         self.peak_kib = 0
         self.peak_processes = 0
         self.samples = 0
         self.seen: set[int] = set()
-        self.cpu_secs = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.before: set[int] = set()
 
     def sample(self) -> int:
         pids = self._pids()
@@ -81,21 +75,8 @@ class PssSampler:
         self.samples += 1
         return total
 
-    def _run(self) -> None:
-        while not self._stop.wait(SAMPLE_SECS):
-            self.sample()
-        self.cpu_secs = time.thread_time()  # this thread's CPU, all of it spent sampling
-
-    def __enter__(self) -> PssSampler:
-        self.before = set(self._pids())
-        self.sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-        self.sample()
+    def began(self) -> None:
+        self.before = set(self.seen)
 
     def started(self) -> int:
         """Processes first seen during the sampling (forked actors, new workers)."""

@@ -16,8 +16,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from tools.bench.common import own_cpu_seconds
 from tools.bench.fleet_drive import Fleet, arm_result, drive
-from tools.bench.fleet_measure import PssSampler, idle_pss_kib, own_cpu_seconds
+from tools.bench.fleet_measure import PssSampler, idle_pss_kib
 from tools.bench.fleet_shapes import (
     OK,
     PHASE_SLACK_SECS,

@@ -13,8 +13,8 @@ import threading
 import time
 from typing import Any
 
+from brain.actors.effect_messages import EffectDone, RunEnvironmentOp
 from brain.actors.host_calls import HostCallingExecutor
-from brain.actors.messages import EffectDone, RunEnvironmentOp
 from brain.effects import Outcome
 from brain.settings import Settings
 

@@ -27,15 +27,8 @@ from typing import Any
 
 from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
-from brain.actors.messages import (
-    REGISTRY_GLOBAL_NAME,
-    EffectBatch,
-    EffectDone,
-    OutcomeBatch,
-    ParkAll,
-    Parked,
-    Services,
-)
+from brain.actors.effect_messages import EffectBatch, EffectDone, OutcomeBatch, ParkAll, Parked
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, Services
 from brain.actors.park_at_once import park_now
 from brain.actors.trace import TracedDispatcher
 from brain.actors.worker_threads import WorkerThreads

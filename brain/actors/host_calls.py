@@ -15,9 +15,10 @@ import threading
 import time
 from typing import Any
 
+from brain.actors.effect_messages import CancelEffect
 from brain.actors.executor import ExecutorActor
 from brain.actors.host_call_messages import HostCallOffer, HostCallVerdict, HostCancel
-from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, CancelEffect
+from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME
 from brain.host import CANCEL_GRACE_SECS, HostCallFailed, HostRunner, call_id_of
 
 VERDICT_MARGIN_SECS = 3.0

@@ -14,8 +14,8 @@ import os
 import threading
 from typing import Any
 
+from brain.actors.effect_messages import EffectDone, RunModelCall
 from brain.actors.executor import ExecutorActor
-from brain.actors.messages import EffectDone, RunModelCall
 from brain.actors.messages_cache import MessagesCache
 from brain.actors.park_at_once import model_runs_at_once
 from brain.actors.providers import ProviderCache

@@ -25,7 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from brain.actors.admission_board import BoardReader
-from brain.actors.messages import Parked, RunModelCall, RunToolCall
+from brain.actors.effect_messages import Parked, RunModelCall, RunToolCall
 from brain.actors.providers import ProviderCache
 from brain.tools.builtins import INSTANT_BUILTINS
 

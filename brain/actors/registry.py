@@ -42,18 +42,16 @@ from brain.actors.admission import NEW_WORK, Backlog
 from brain.actors.admission_board import BoardWriter
 from brain.actors.admitted_starts import DeferredStarts
 from brain.actors.convention import accepts_member
+from brain.actors.effect_messages import EffectDone, OutcomeBatch, ParkAll
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     AdmittedTurns,
     Delivered,
-    EffectDone,
     ExpireTurn,
     MetricsReport,
-    OutcomeBatch,
     Outcomes,
-    ParkAll,
     Recover,
     RecoverSessions,
     RefillPool,

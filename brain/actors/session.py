@@ -38,15 +38,12 @@ from brain.actors.activation import (
 )
 from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
+from brain.actors.effect_messages import EffectBatch, EffectDone, OutcomeBatch, Parked
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
     CreateSession,
     Delivered,
-    EffectBatch,
-    EffectDone,
     MetricsReport,
-    OutcomeBatch,
-    Parked,
     Reply,
     ReportRelease,
     RunAdmitted,

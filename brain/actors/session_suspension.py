@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from brain.actors.activation import SUSPENDED, PendingGuestCall
-from brain.actors.messages import Delivered, Parked, ReleaseMe
+from brain.actors.effect_messages import Parked
+from brain.actors.messages import Delivered, ReleaseMe
 from brain.journal import read_timeline
 from brain.sessions.replay import Replay, activation_history
 from brain.sessions.state import ResumeActivation, Turn

@@ -11,8 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from brain.actors.effect_messages import EffectDone, RunToolCall
 from brain.actors.host_calls import HostCallingExecutor
-from brain.actors.messages import EffectDone, RunToolCall
 from brain.actors.park_at_once import tool_runs_at_once
 from brain.effects import Outcome
 from brain.settings import Settings

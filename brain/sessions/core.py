@@ -14,22 +14,20 @@ from dataclasses import replace
 from typing import Any
 
 from brain import errors
+from brain.actors.effect_messages import EffectDone, Parked, RunEnvironmentOp
 from brain.actors.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
     CancelTurn,
     CreateSession,
     DeleteSession,
-    EffectDone,
     EndSession,
     ExpireTurn,
     IdleTimeout,
     Outcomes,
-    Parked,
     Recover,
     ReleaseMe,
     RunAdmitted,
-    RunEnvironmentOp,
     StartTurn,
     TurnDeadline,
     WebhookRecord,

@@ -12,12 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from brain import errors
-from brain.actors.messages import (
-    MODEL_EXECUTOR_GLOBAL_NAME,
-    TOOL_EXECUTOR_GLOBAL_NAME,
-    RunModelCall,
-    RunToolCall,
-)
+from brain.actors.effect_messages import RunModelCall, RunToolCall
+from brain.actors.messages import MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME
 from brain.journal.transcript_text import portable
 from brain.sessions import records
 from brain.sessions.extension_events import EventRefused, check_event

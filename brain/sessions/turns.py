@@ -21,12 +21,11 @@ from dataclasses import replace
 from typing import Any
 
 from brain import errors
+from brain.actors.effect_messages import CancelEffect, EffectDone
 from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
-    CancelEffect,
     CancelGrace,
-    EffectDone,
     StartTurn,
     TurnDeadline,
 )

@@ -15,15 +15,14 @@ from typing import Any
 import pytest
 
 from brain.actors.admission_board import BoardReader, BoardWriter
-from brain.actors.messages import (
-    REGISTRY_GLOBAL_NAME,
+from brain.actors.effect_messages import (
     EffectDone,
     Parked,
     RunEnvironmentOp,
     RunModelCall,
     RunToolCall,
-    Services,
 )
+from brain.actors.messages import REGISTRY_GLOBAL_NAME, Services
 from brain.actors.model_executor import ModelExecutor
 from brain.actors.park_at_once import ParkAtOnce
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from brain.actors.effect_messages import EffectDone
 from brain.actors.messages import (
     CancelTurn,
     CreateSession,
     DeleteSession,
     Delivered,
-    EffectDone,
     EndSession,
     Recover,
     StartTurn,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from brain import errors
+from brain.actors.effect_messages import RunEnvironmentOp
 from brain.actors.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     CreateSession,
@@ -15,7 +16,6 @@ from brain.actors.messages import (
     EndSession,
     IdleTimeout,
     ReleaseMe,
-    RunEnvironmentOp,
     StartTurn,
 )
 from brain.effects import Outcome

@@ -17,16 +17,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brain.actors.messages import (
-    CancelEffect,
-    CancelGrace,
-    CreateSession,
-    IdleTimeout,
-    RunEnvironmentOp,
-    RunModelCall,
-    RunToolCall,
-    TurnDeadline,
-)
+from brain.actors.effect_messages import CancelEffect, RunEnvironmentOp, RunModelCall, RunToolCall
+from brain.actors.messages import CancelGrace, CreateSession, IdleTimeout, TurnDeadline
 from brain.effects import Outcome
 from brain.journal import empty_projection, fold_all
 from brain.journal.projection import EFFECT_STARTS, EFFECT_TERMINALS

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from brain.actors.effect_messages import CancelEffect, EffectDone, Parked
 from brain.actors.messages import (
-    CancelEffect,
     CancelTurn,
-    EffectDone,
     EndSession,
     ExpireTurn,
     Outcomes,
-    Parked,
     ReleaseMe,
     StartTurn,
     TurnDeadline,

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from brain.actors.effect_messages import CancelEffect, EffectDone, RunModelCall, RunToolCall
 from brain.actors.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
-    CancelEffect,
     CancelGrace,
     CancelTurn,
-    EffectDone,
-    RunModelCall,
-    RunToolCall,
     StartTurn,
     TurnDeadline,
 )

@@ -17,7 +17,8 @@ from brain.actors.activation import (
     PendingGuestCall,
     start_activation,
 )
-from brain.actors.messages import EffectDone, Outcomes, Parked
+from brain.actors.effect_messages import EffectDone, Parked
+from brain.actors.messages import Outcomes
 from brain.agentloop import DEFAULT_AGENTLOOP, AgentloopRuntime
 from brain.effects import Outcome
 from brain.journal import empty_projection, fold_all

@@ -50,7 +50,7 @@ _LENGTH = struct.Struct("!I")
 
 
 def sample_message() -> Any:
-    from brain.actors.messages import EffectDone
+    from brain.actors.effect_messages import EffectDone
     from brain.effects import Outcome
 
     answer = {"role": "assistant", "content": [{"type": "text", "text": "x" * 512}]}

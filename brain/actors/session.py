@@ -51,7 +51,8 @@ from brain.actors.messages import (
     ToSession,
 )
 from brain.actors.park_at_once import ParkAtOnce
-from brain.actors.proctitle import in_own_process, rename_actor_process
+from brain.actors.priority import lower_own_priority
+from brain.actors.proctitle import rename_actor_process
 from brain.actors.release_report import ReleaseReports
 from brain.actors.session_inline import InlineGuestCalls
 from brain.actors.session_journal import COMMIT_FAILED, CommitFailed, SessionJournal
@@ -94,22 +95,6 @@ class HandBack:
     """The actor's own timer: send `message` (an admitted turn) to the registry again."""
 
     message: ToSession
-
-
-def lower_own_priority(niceness: int) -> None:
-    """Let this session actor yield the CPUs to the processes that answer at once.
-
-    A turn's computing (opening, replaying, the Agentloop) can keep every CPU busy; the web
-    workers (accepting, 202s, reads), the registry and the executors each do a little for
-    every request and every turn, and behind dozens of busy session actors they would wait
-    their turn on the run queue like any of them. A niceness makes the kernel prefer them.
-    Only in a process of its own: an actor run in its host's process (simpleSystemBase, in
-    tests) leaves the host's priority alone."""
-    if niceness > 0 and in_own_process():
-        try:
-            os.nice(niceness)
-        except OSError:
-            pass  # not allowed here: run at the inherited priority
 
 
 class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuestCalls,

@@ -33,7 +33,7 @@ def test_roles_and_short_names() -> None:
 def test_an_actor_in_its_hosts_process_leaves_the_hosts_priority_alone() -> None:
     import os
 
-    from brain.actors.session import lower_own_priority
+    from brain.actors.priority import lower_own_priority
 
     before = os.getpriority(os.PRIO_PROCESS, 0)
     lower_own_priority(5)  # as a SessionActor made on simpleSystemBase, in this process

@@ -25,7 +25,9 @@ closed connection or no answer within RESPONSE_TIMEOUT_SECS is an error.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import selectors
 import shutil
 import socket
@@ -125,7 +127,11 @@ def fire(port: int, token: str, sids: list[str]) -> tuple[list[Answer], float]:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setblocking(False)
         started.append(time.perf_counter())
-        sock.connect_ex(("127.0.0.1", port))
+        connected = sock.connect_ex(("127.0.0.1", port))
+        if connected not in (0, errno.EINPROGRESS):
+            answers[n].error = f"connect: {os.strerror(connected)}"
+            sock.close()
+            continue
         sel.register(sock, selectors.EVENT_WRITE, n)
         pending[n] = (request_bytes(port, token, sid, f"burst {n}"), bytearray())
     first = started[0]
@@ -146,6 +152,7 @@ def fire(port: int, token: str, sids: list[str]) -> tuple[list[Answer], float]:
                     if sent < len(request):
                         pending[n] = (request[sent:], buf)
                     else:
+                        pending[n] = (b"", buf)  # all sent: now the answer
                         sel.modify(sock, selectors.EVENT_READ, n)
                     continue
                 data = sock.recv(65536)
@@ -166,7 +173,12 @@ def fire(port: int, token: str, sids: list[str]) -> tuple[list[Answer], float]:
                 answers[n] = Answer(status, time.perf_counter() - started[n], headers, body)
             finish(sock, n)
     for n in list(pending):
-        answers[n].error = f"no response within {RESPONSE_TIMEOUT_SECS:.0f} s"
+        request, buf = pending[n]  # what was still to send, and what came back
+        whole = len(request_bytes(port, token, sids[n], f"burst {n}"))
+        stage = ("never writable: the connect did not complete" if len(request) == whole
+                 else "request partly sent" if request else "request sent")
+        answers[n].error = (f"no response within {RESPONSE_TIMEOUT_SECS:.0f} s "
+                            f"({stage}; {len(buf)} bytes back)")
         for key in list(sel.get_map().values()):
             if key.data == n:
                 finish(key.fileobj, n)  # type: ignore[arg-type]

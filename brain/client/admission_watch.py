@@ -12,13 +12,14 @@ neither keeps a copy of the polling, the back-off or what a failed read or cance
 - it yields `CANCEL` with a key and is sent the CancelAnswer (or has the error thrown in);
 - it yields a float: the seconds to wait for the send, and is sent whether the send is done.
 It returns the CancelAnswer it got, or None when no cancel was needed or it failed.
-ClientClosed is never caught: a closed client ends the watch.
+ClientClosed is never caught: a closed client ends the watch. `drive` and `drive_async` run it,
+given how to carry out one step; only that differs between the two SDKs.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 from brain.client.errors import BrainClientError, ClientClosed
@@ -64,3 +65,34 @@ def cancel_after_admission(session_id: str, baseline: int) -> Watch:
         if (yield pause):
             return None  # the send returned first
         pause = min(MAX_POLL_SECS, pause * 2)
+
+
+def drive(watch: Watch, perform: Callable[[Step], Any]) -> CancelAnswer | None:
+    """Run `watch`, carrying out each step with the blocking `perform`."""
+    try:
+        step = next(watch)
+        while True:
+            try:
+                answer = perform(step)
+            except BrainClientError as exc:
+                step = watch.throw(exc)
+            else:
+                step = watch.send(answer)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def drive_async(watch: Watch, perform: Callable[[Step], Awaitable[Any]]
+                      ) -> CancelAnswer | None:
+    """Run `watch`, carrying out each step with the awaited `perform`."""
+    try:
+        step = next(watch)
+        while True:
+            try:
+                answer = await perform(step)
+            except BrainClientError as exc:
+                step = watch.throw(exc)
+            else:
+                step = watch.send(answer)
+    except StopIteration as stop:
+        return stop.value

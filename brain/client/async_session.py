@@ -27,10 +27,15 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
-from brain.client.admission_watch import CANCEL, READ_STATE, cancel_after_admission
+from brain.client.admission_watch import (
+    CANCEL,
+    READ_STATE,
+    cancel_after_admission,
+    drive_async,
+)
 from brain.client.async_api import AsyncApi
 from brain.client.async_stream import AsyncEventStream
-from brain.client.errors import BrainClientError, Cancelled
+from brain.client.errors import Cancelled
 from brain.client.keys import new_idempotency_key
 from brain.client.session import SessionSnapshot
 from brain.client.session_calls import TurnInput
@@ -163,17 +168,7 @@ class AsyncSession(SessionSnapshot):
             await asyncio.wait({sending}, timeout=step)
             return sending.done()
 
-        try:
-            step = next(watch)
-            while True:
-                try:
-                    answer = await perform(step)
-                except BrainClientError as exc:
-                    step = watch.throw(exc)
-                else:
-                    step = watch.send(answer)
-        except StopIteration as stop:
-            return stop.value
+        return await drive_async(watch, perform)
 
     async def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async); always keyed (generated)."""

@@ -24,8 +24,8 @@ import dataclasses
 import threading
 from typing import Any
 
-from brain.client.admission_watch import CANCEL, READ_STATE, cancel_after_admission
-from brain.client.errors import BrainClientError, Cancelled
+from brain.client.admission_watch import CANCEL, READ_STATE, cancel_after_admission, drive
+from brain.client.errors import Cancelled
 from brain.client.session_calls import SessionCalls
 from brain.client.shapes import CancelAnswer, TurnResult
 from brain.client.signal import CancelSignal
@@ -99,14 +99,4 @@ def _cancel_after_admission(session: SessionCalls, baseline: int,
             return session.post_cancel(step[1])
         return outcome.done.wait(step)
 
-    try:
-        step = next(watch)
-        while True:
-            try:
-                answer = perform(step)
-            except BrainClientError as exc:
-                step = watch.throw(exc)
-            else:
-                step = watch.send(answer)
-    except StopIteration as stop:
-        return stop.value
+    return drive(watch, perform)

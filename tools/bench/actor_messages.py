@@ -40,6 +40,7 @@ from typing import Any
 from thespian.actors import Actor
 
 from brain.procstat import CLOCK_TICK_SECS, read_stat
+from tests.support.server import free_port
 from tools.bench.common import loadavg
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,10 +168,7 @@ def thespian_arm(messages: int, patched: bool) -> dict[str, float]:
 
     if patched:
         _apply_brain_patches()
-    probe = socket.create_server(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    system = ActorSystem("multiprocTCPBase", {"Admin Port": port})
+    system = ActorSystem("multiprocTCPBase", {"Admin Port": free_port()})
     try:
         echo, player = system.createActor(Echo), system.createActor(Player)
         pids = [system.ask(echo, "pid", 30), system.ask(player, "pid", 30)]

@@ -1,15 +1,15 @@
 """Refuse to patch a Thespian that Brain's fixes were not written for.
 
-Six modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
+Seven modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
 thespian_reuse.py, thespian_select.py, thespian_receive.py, thespian_idle.py,
-thespian_wakeups.py and thespian_convention.py; and brain/web/reply_inbox.py sends through two
-private methods of Thespian's external endpoint (checked here under the name `reply_inbox`, like
-a patch). A private part can change in any release; a patch applied to a changed one would fail
-at the first message, or worse, quietly undo the fix. So before anything is patched, the
-installed Thespian must be 4.0.1 and every attribute a patch replaces or relies on must still be
-there with the parameters it had. Otherwise `ThespianMismatch` says, in one line, which patch
-and which attribute; `brain serve`, `brain actors`, `brain web` and the boot process print that
-line and exit instead of starting.
+thespian_wakeups.py, thespian_convention.py and thespian_identify.py; and
+brain/web/reply_inbox.py sends through two private methods of Thespian's external endpoint
+(checked here under the name `reply_inbox`, like a patch). A private part can change in any
+release; a patch applied to a changed one would fail at the first message, or worse, quietly
+undo the fix. So before anything is patched, the installed Thespian must be 4.0.1 and every
+attribute a patch replaces or relies on must still be there with the parameters it had.
+Otherwise `ThespianMismatch` says, in one line, which patch and which attribute; `brain serve`,
+`brain actors`, `brain web` and the boot process print that line and exit instead of starting.
 
 This module imports no Thespian module at its top and reports a module that does not import as
 a mismatch, so the check itself never ends in a traceback.
@@ -97,6 +97,11 @@ PATCHES: dict[str, tuple[Relied, ...]] = {
                                                                         "intent")),
         Relied(CONVENTION, "ConventioneerAdmin._sendPendingActorResponse",
                ("self", "requestEnvelope", "actualAddress", "errorCode", "errorStr")),
+    ),
+    "thespian_identify": (
+        Relied("thespian.system.transport", "TransmitIntent.identify", ("self",)),
+        Relied("thespian.system.transport", "ReceiveEnvelope.identify", ("self",)),
+        Relied("thespian.system.transport", "ReceiveEnvelope.__str__", ("self",)),
     ),
     "reply_inbox": (  # brain/web/reply_inbox.py: send_confirmed runs the transmit itself
         Relied("thespian.system.systemBase", "ExternalOpsToActors._tx_to_actor",

@@ -31,6 +31,7 @@ from brain.actors.identity import (
     settings_identity,
 )
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
+from brain.actors.thespian_identify import describe_messages_lazily
 from brain.ports import local_host
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
@@ -60,6 +61,7 @@ class ActorGateway:
             self._require_admin(port)
             confine_thespian(self._settings.actor_bind,
                              convention=self._settings.member is not None)
+            describe_messages_lazily()  # every request sends; see thespian_identify.py
             from thespian.actors import ActorSystem
 
             from brain.actors.registry import Registry

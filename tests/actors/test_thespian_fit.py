@@ -12,6 +12,7 @@ from thespian.system.transport import TCPTransport as tcp
 
 from brain.actors import thespian_reuse
 from brain.actors.thespian_fit import PATCHES, THESPIAN_VERSION, ThespianMismatch, check_thespian
+from brain.actors.thespian_identify import describe_messages_lazily
 from brain.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,6 +29,7 @@ def refusal(**kwargs: object) -> str:
 def test_the_installed_thespian_fits_every_patch_applied_or_not() -> None:
     check_thespian()
     thespian_reuse.patch_idle_socket_reuse()  # a patched attribute keeps the original's signature
+    describe_messages_lazily()
     check_thespian()
 
 

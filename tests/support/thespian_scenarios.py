@@ -1,4 +1,4 @@
-"""The symptoms Brain's six Thespian patches fix, each reproduced in a process of its own.
+"""The symptoms Brain's seven Thespian patches fix, each reproduced in a process of its own.
 
 `python -m tests.support.thespian_scenarios NAME [--unpatched]` runs one scenario against the
 installed Thespian, with Brain's patch for it applied (through the function Brain applies it
@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import selectors
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -168,6 +170,49 @@ def wakeups(patched: bool, count: int = 1000) -> dict[str, Any]:
             "comparisons": compared()}
 
 
+class Counted:
+    """A message that counts how often it is rendered as text (Thespian renders with `str`)."""
+
+    renderings = 0
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __repr__(self) -> str:
+        Counted.renderings += 1
+        return f"Counted({self.number})"
+
+    __str__ = __repr__
+
+
+def identify(patched: bool, log_file: str | None = None, messages: int = 10) -> dict[str, Any]:
+    """`messages` sent from one transport to another, each received envelope logged as an
+    actor logs it: how often a message was rendered as text. `log_file`: Thespian's debug log
+    is on and written there; the lines that name a message are returned."""
+    from thespian.system import utilis
+
+    if log_file is not None:
+        utilis._thesplog_file = log_file
+        utilis.thesplog_control(logging.DEBUG, False, 1 << 24)
+    if patched:
+        from brain.actors.thespian_identify import describe_messages_lazily
+
+        describe_messages_lazily()
+    a, b = endpoint(), endpoint()
+    arrived = 0
+    for number in range(messages):
+        message = Counted(number)
+        arrived += transmit(a, b, message)["arrived"]
+        envelope = ReceiveEnvelope(a.myAddress, message)
+        utilis.thesplog("ACTOR got %s", envelope.identify(), level=logging.DEBUG)  # as actors do
+    lines = []
+    if log_file is not None:
+        with open(log_file) as log:
+            lines = [line.split(" ", 4)[-1].strip() for line in log if "Counted(" in line]
+    return {"arrived": arrived, "renderings": Counted.renderings,
+            "envelope_text": str(ReceiveEnvelope(a.myAddress, "plain")), "logged": lines}
+
+
 class Elsewhere(Actor):
     """An actor that this member cannot create: its admin forwards the create."""
 
@@ -263,6 +308,11 @@ def convention_nobody_else(patched: bool) -> dict[str, Any]:
     return {"raised": None, "answered": [hex(m.errorCode) for m in admin.answered]}
 
 
+def _fresh_file(name: str) -> str:
+    """A path to a file not there yet, in a directory of its own."""
+    return str(Path(tempfile.mkdtemp(prefix="brain-scenario-")) / name)
+
+
 def _count_calls(owner: type, name: str) -> Callable[[], int]:
     """Count calls of `owner.name` from now on; the returned function reads the count."""
     original = getattr(owner, name)
@@ -296,6 +346,8 @@ SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "receive": receive,
     "idle": idle,
     "wakeups": wakeups,
+    "identify": identify,
+    "identify-logged": lambda patched: identify(patched, log_file=_fresh_file("thespian.log")),
     "convention-forward": convention_forward,
     "convention-nobody-else": convention_nobody_else,
 }

@@ -152,6 +152,7 @@ class Player(Actor):
 def _apply_brain_patches() -> None:
     from brain.actors.confine import confine_thespian
     from brain.actors.thespian_fit import check_thespian
+    from brain.actors.thespian_identify import describe_messages_lazily
     from brain.actors.thespian_idle import cheapen_idle_socket_walk
     from brain.actors.thespian_select import use_one_shot_poll
     from brain.actors.thespian_wakeups import insert_wakeups_in_place
@@ -161,6 +162,7 @@ def _apply_brain_patches() -> None:
     use_one_shot_poll()
     cheapen_idle_socket_walk()
     insert_wakeups_in_place()
+    describe_messages_lazily()
 
 
 def thespian_arm(messages: int, patched: bool) -> dict[str, float]:

@@ -25,9 +25,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from brain import errors
 from brain.actors.admission_board import BoardReader
@@ -41,25 +40,14 @@ from brain.sessions import core
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import Limits, Opened, new_session
 from brain.settings import Settings
-from brain.web.background import gevent_active, spawn_background
+from brain.web.background import spawn_background
+from brain.web.disk_wait import DiskWaitPlacement
 from brain.web.gateway import ActorGateway
 from brain.web.hand_over import HandOver
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 CONFIRM_SECS = 10.0  # the registry's answer to a batch; sent again after that
 MAX_RETRY_AFTER_SECS = 30
-
-
-def off_the_hub(fn: Callable[..., T], *args: Any) -> T:
-    """Run `fn` in gevent's thread pool when in a gevent worker: the two fdatasyncs of an
-    admission (the open's and the commit's) then overlap across requests instead of stopping
-    every greenlet of the worker in turn. Plain call elsewhere."""
-    if not gevent_active():
-        return fn(*args)
-    import gevent
-
-    return gevent.get_hub().threadpool.apply(fn, args)
 
 
 class Admission:
@@ -71,6 +59,7 @@ class Admission:
         self._board = BoardReader(settings.data_path)
         self._memory = MemoryBudget(settings.memory_reserve_mb)
         self._live: LivePublisher | None = None
+        self._placement = DiskWaitPlacement()  # on the hub, or in gevent's pool (disk_wait.py)
         self._handing_over = HandOver(self._send_to_registry)
         self._runner_started = False
         self._runner_lock = threading.Lock()
@@ -111,7 +100,8 @@ class Admission:
         if not boot_id:
             return None  # no run identity to mark the admission with: the actor path
         self.check_capacity()
-        admitted = off_the_hub(self._commit, session_dir, boot_id, turn_input, traceparent)
+        admitted = self._placement.run(self._commit, session_dir, boot_id, turn_input,
+                                       traceparent)
         if admitted is None:
             return None
         receipt, sequence = admitted
@@ -149,7 +139,8 @@ class Admission:
         [record] = step.records
         # before the commit: see admitted.py
         mark_admitted(session_dir, boot_id, record["seq"], traceparent)
-        committed = writer.append([record], at=record["at"])
+        with self._placement.commit_timed():
+            committed = writer.append([record], at=record["at"])
         if committed[-1]["seq"] != record["seq"]:
             raise JournalError(f"the session core numbered {record['seq']}, the journal "
                                f"{committed[-1]['seq']}")

@@ -283,6 +283,7 @@ def test_a_turn_whose_worker_died_before_the_hand_over_still_runs(tmp_path):
     gunicorn starts in its place hands the turn over, with no further command to the session."""
     from brain.settings import Settings
     from brain.web.admission import Admission
+    from brain.web.disk_wait import DiskWaitPlacement
 
     server = slow_server(tmp_path, 10).start()
     try:
@@ -296,6 +297,7 @@ def test_a_turn_whose_worker_died_before_the_hand_over_still_runs(tmp_path):
         # (It can, once the warm turn's actor has let go of the journal's lock.)
         admission = object.__new__(Admission)
         admission._settings = Settings.from_env({"BRAIN_DATA_DIR": str(server.data_dir)})
+        admission._placement = DiskWaitPlacement()
         admitted = []
 
         def admit_as_the_dead_worker() -> bool:

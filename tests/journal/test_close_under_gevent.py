@@ -1,11 +1,11 @@
 """A writer closed in a gevent worker releases its lock at once.
 
-Web workers run under gevent's monkey patches and admit turns in gevent's thread pool
-(brain/web/admission.py). gevent's `os.close` defers the close of anything but a regular file
-to the calling thread's event loop, which a pool thread that has a hub never runs again: the
-journal directory's flock then stayed held by the web worker, and the session actor handed the
-admitted turn could not open the journal (brain/fds.py). Each case runs in a fresh interpreter,
-since monkey patches cannot be undone.
+Web workers run under gevent's monkey patches and admit turns in gevent's thread pool while the
+disk is slow to sync (brain/web/disk_wait.py). gevent's `os.close` defers the close of anything
+but a regular file to the calling thread's event loop, which a pool thread that has a hub never
+runs again: the journal directory's flock then stayed held by the web worker, and the session
+actor handed the admitted turn could not open the journal (brain/fds.py). Each case runs in a
+fresh interpreter, since monkey patches cannot be undone.
 """
 
 from __future__ import annotations

@@ -42,6 +42,20 @@ script = [{text = "one two three four five six", stream_chunks = 6, chunk_delay_
 
 SIDEWAYS = "return document.documentElement.scrollWidth - window.innerWidth"
 
+# Holds the answer to a cancel back in the page for 1.5 s, and records (0.2 s after the page
+# had it) that it was delivered.
+LATE_CANCEL_ACK = """
+const shippedFetch = window.fetch;
+window.fetch = async (url, init) => {
+  const response = await shippedFetch(url, init);
+  if (String(url).endsWith("/cancel")) {
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    setTimeout(() => { window.cancelAcknowledged = true; }, 200);
+  }
+  return response;
+};
+"""
+
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[BrainServer]:
@@ -58,15 +72,22 @@ def shots(tmp_path: Path) -> Path:
     return Path(os.environ.get("BRAIN_SCREENSHOT_DIR") or tmp_path / "screenshots")
 
 
-def wait(driver, condition, what: str, timeout: float = WAIT_SECS):
+def wait(driver, condition, what: str, timeout: float = WAIT_SECS, shown=None):
     """Poll `condition` until it holds. A row the page replaced between being found and being
-    read (a list re-rendered by a filter or a page change) means "not yet", not a failure."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    read (a list re-rendered by a filter or a page change) means "not yet", not a failure.
+    On a timeout, `shown(driver)` (when given) says what the page showed instead."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.05,
-                         ignored_exceptions=(StaleElementReferenceException,)).until(
-        lambda d: condition(d), message=f"waiting for {what}")
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.05,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: condition(d), message=f"waiting for {what}")
+    except TimeoutException as timeout_error:
+        if shown is None:
+            raise
+        raise TimeoutException(f"waiting for {what}; the page showed {shown(driver)!r}") \
+            from timeout_error
 
 
 def choose(select_element, value: str) -> None:
@@ -147,7 +168,10 @@ def test_create_send_stream_interrupt_end_delete(server, driver, shots):
     assert "cancelled" in failed
     assert "cancel_requested" in event_kinds(driver)
 
-    # A held send (the composer waits for its answer) interrupted the same way.
+    # A held send (the composer waits for its answer) interrupted the same way. The cancel's
+    # own acknowledgement is held back in the page until after the send's answer, the order a
+    # loaded server may produce: the answer must stay.
+    driver.execute_script(LATE_CANCEL_ACK)
     find(driver, "#mode").send_keys("send")
     find(driver, "#message").send_keys("and again")
     find(driver, "#send").click()
@@ -155,7 +179,11 @@ def test_create_send_stream_interrupt_end_delete(server, driver, shots):
     assert "waiting" in find(driver, "#turn-result").text
     confirm_and_click(driver, "#interrupt")
     wait(driver, lambda d: "failed (cancelled)" in find(d, "#turn-result").text,
-         "the send's cancelled answer")
+         "the send's cancelled answer",
+         shown=lambda d: (find(d, "#turn-result").text, event_kinds(d)))
+    wait(driver, lambda d: d.execute_script("return window.cancelAcknowledged === true"),
+         "the late cancel acknowledgement")
+    assert "failed (cancelled)" in find(driver, "#turn-result").text
 
     # End, then delete, each after a confirmation.
     confirm_and_click(driver, "#end")

@@ -194,6 +194,10 @@ function sessionView(id) {
     el("option", { value: "send", text: "send (wait for the answer)" }),
     el("option", { value: "submit", text: "submit (answer arrives in Events)" }));
   const result = el("span", { id: "turn-result", class: "muted grow" });
+  // Each write to the result line counts, so a cancel acknowledged after the held send's own
+  // answer arrived (the turn failed with "cancelled" first) never replaces that answer.
+  let resultWrites = 0;
+  const showResult = (line) => { resultWrites += 1; result.textContent = line; };
   const sendButton = el("button", { id: "send", text: "Send" });
   const act = (label, idName, cls, question, run) => el("button", { id: idName, class: cls, text: label,
     onclick: async () => {
@@ -339,14 +343,14 @@ function sessionView(id) {
     const input = text.value.trim();
     if (!input) return;
     sendButton.disabled = true; showError(null);
-    result.textContent = mode.value === "send" ? "waiting for the answer…" : "submitting…";
+    showResult(mode.value === "send" ? "waiting for the answer…" : "submitting…");
     try {
       const headers = mode.value === "submit" ? { Prefer: "respond-async" } : {};
       const answer = await api("POST", `${base}/messages`, { input }, headers);
       text.value = "";
-      result.textContent = mode.value === "submit" ? `turn #${answer.sequence} submitted`
-        : `turn #${answer.sequence} ${answer.status}` + (answer.error ? ` (${answer.error.code})` : "");
-    } catch (err) { result.textContent = ""; showError(err); }
+      showResult(mode.value === "submit" ? `turn #${answer.sequence} submitted`
+        : `turn #${answer.sequence} ${answer.status}` + (answer.error ? ` (${answer.error.code})` : ""));
+    } catch (err) { showResult(""); showError(err); }
     finally { sendButton.disabled = false; }
   });
 
@@ -356,8 +360,10 @@ function sessionView(id) {
     damaged,
     el("div", { class: "actions" },
       act("Interrupt", "interrupt", "quiet", "Interrupt the turn in flight?", async () => {
+        const before = resultWrites;
         const answer = await api("POST", `${base}/cancel`, {});
-        result.textContent = answer.sequence ? `cancel requested (#${answer.sequence})` : "nothing was running";
+        if (resultWrites !== before) return;  // the send's answer came first and says more
+        showResult(answer.sequence ? `cancel requested (#${answer.sequence})` : "nothing was running");
       }),
       act("End", "end", "quiet", "End this session? It will take no more messages.", async () => {
         await api("POST", `${base}/end`, {}); await refresh();

@@ -52,10 +52,7 @@ from brain.actors.proctitle import name_thespian_processes
 from brain.actors.recovery_hand_over import hand_over_recoveries
 from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
-from brain.actors.thespian_identify import describe_messages_lazily
-from brain.actors.thespian_idle import cheapen_idle_socket_walk
-from brain.actors.thespian_select import use_one_shot_poll
-from brain.actors.thespian_wakeups import insert_wakeups_in_place
+from brain.actors.thespian_speedups import speed_up_message_path
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.procstat import ProcStat, all_stats, read_stat
@@ -298,10 +295,7 @@ def main() -> int:
     except ThespianMismatch as exc:
         return refuse(str(exc))
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
-    use_one_shot_poll()  # the admin and every actor are forks of this process
-    cheapen_idle_socket_walk()
-    insert_wakeups_in_place()
-    describe_messages_lazily()
+    speed_up_message_path()  # the admin and every actor are forks of this process
     keep_admin_in_this_process_group()
     name_thespian_processes()
     try:

@@ -152,17 +152,11 @@ class Player(Actor):
 def _apply_brain_patches() -> None:
     from brain.actors.confine import confine_thespian
     from brain.actors.thespian_fit import check_thespian
-    from brain.actors.thespian_identify import describe_messages_lazily
-    from brain.actors.thespian_idle import cheapen_idle_socket_walk
-    from brain.actors.thespian_select import use_one_shot_poll
-    from brain.actors.thespian_wakeups import insert_wakeups_in_place
+    from brain.actors.thespian_speedups import speed_up_message_path
 
     check_thespian()
     confine_thespian("127.0.0.1")
-    use_one_shot_poll()
-    cheapen_idle_socket_walk()
-    insert_wakeups_in_place()
-    describe_messages_lazily()
+    speed_up_message_path()  # as brain/actors/boot.py applies them
 
 
 def thespian_arm(messages: int, patched: bool) -> dict[str, float]:

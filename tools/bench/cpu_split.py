@@ -1,6 +1,7 @@
 """CPU per turn of each of Brain's processes: where a turn's cost goes, by role.
 
 Usage: python -m tools.bench.cpu_split [--arm text|tools] [--turns 150] [--sessions 1]
+                                       [--agentloop FILE.wasm]
 
 Starts a real `brain serve` with the compare's scripted models (tools/bench/workload.py), runs a
 warm-up (with several sessions, as the compare does: until the warm pool has grown to the
@@ -10,7 +11,9 @@ sequentially, or `--sessions` sessions at once, one thread each) while a sampler
 exits between two samples (a recycled actor) keeps the CPU it had at its last sample, so the
 total is a floor. The CPU of each process is summed by role (its `brain: <role>` title; a
 session actor's id is dropped) and divided by the turns; the client's own CPU (this process, the
-HTTP client) is shown apart.
+HTTP client) is shown apart. `--agentloop` runs the sessions on that Agentloop (a C module or a
+Python component, e.g. one `brain agentloop build` made) instead of the default, so the two
+kinds' turns can be split the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
 
 SAMPLE_SECS = 0.02
+BENCH_LOOP = "measured"  # the configured name of an Agentloop given with --agentloop
 
 
 def _cpu_and_role(pid: int) -> tuple[float, int, str] | None:
@@ -103,9 +107,12 @@ class CpuSampler(PeriodicSampler):
         return dict(totals)
 
 
-def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
+def measure(server: BrainServer, arm: str, turns: int, sessions: int,
+            agentloop: str | None = None) -> None:
     model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
-    ids = [server.create_session(model=model, tools=tools)["id"] for _ in range(sessions)]
+    chosen = {} if agentloop is None else {"agentloop": agentloop}
+    ids = [server.create_session(model=model, tools=tools, **chosen)["id"]
+           for _ in range(sessions)]
     if sessions == 1:
         server.send(ids[0], "warm-up")
     else:  # all at once, as the compare warms up: the pool grows to the concurrency first
@@ -126,8 +133,9 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int) -> None:
     client = own_cpu_seconds() - client_before
     roles = sampler.by_role()
     total = sum(roles.values())
-    print(f"{arm} arm, {sessions} session(s), {done} turns in {elapsed:.2f} s "
-          f"({done / elapsed:.1f} turns/s{p50}), hung {len(hung)}; {loadavg()}")
+    print(f"{arm} arm, {agentloop or 'default'} Agentloop, {sessions} session(s), {done} turns "
+          f"in {elapsed:.2f} s ({done / elapsed:.1f} turns/s{p50}), hung {len(hung)}; "
+          f"{loadavg()}")
     for role, cpu in sorted(roles.items(), key=lambda item: -item[1]):
         if cpu > 0:
             print(f"  {role:<24} {cpu / done * 1000:6.2f} ms/turn")
@@ -142,12 +150,19 @@ def main() -> None:
     parser.add_argument("--arm", choices=("text", "tools"), default="text")
     parser.add_argument("--turns", type=int, default=150)
     parser.add_argument("--sessions", type=int, default=1)
+    parser.add_argument("--agentloop", metavar="FILE.wasm",
+                        help="run the sessions on this Agentloop instead of the default")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the server (BRAIN_* are not passed through)")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
-    with bench_server(config=brain_config(), env=env) as server:
-        measure(server, args.arm, args.turns, args.sessions)
+    config = brain_config()
+    if args.agentloop:
+        path = os.path.abspath(args.agentloop)
+        config += f'\n[agentloops.{BENCH_LOOP}]\npath = "{path}"\n'
+    with bench_server(config=config, env=env) as server:
+        measure(server, args.arm, args.turns, args.sessions,
+                BENCH_LOOP if args.agentloop else None)
 
 
 if __name__ == "__main__":

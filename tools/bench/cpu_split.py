@@ -108,7 +108,8 @@ class CpuSampler(PeriodicSampler):
 
 
 def measure(server: BrainServer, arm: str, turns: int, sessions: int,
-            agentloop: str | None = None) -> None:
+            agentloop: str | None = None, label: str | None = None) -> None:
+    """`agentloop` is the configured name the sessions use; `label` names it in the output."""
     model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
     chosen = {} if agentloop is None else {"agentloop": agentloop}
     ids = [server.create_session(model=model, tools=tools, **chosen)["id"]
@@ -133,8 +134,8 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
     client = own_cpu_seconds() - client_before
     roles = sampler.by_role()
     total = sum(roles.values())
-    print(f"{arm} arm, {agentloop or 'default'} Agentloop, {sessions} session(s), {done} turns "
-          f"in {elapsed:.2f} s ({done / elapsed:.1f} turns/s{p50}), hung {len(hung)}; "
+    print(f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s), "
+          f"{done} turns in {elapsed:.2f} s ({done / elapsed:.1f} turns/s{p50}), hung {len(hung)}; "
           f"{loadavg()}")
     for role, cpu in sorted(roles.items(), key=lambda item: -item[1]):
         if cpu > 0:
@@ -162,7 +163,7 @@ def main() -> None:
         config += f'\n[agentloops.{BENCH_LOOP}]\npath = "{path}"\n'
     with bench_server(config=config, env=env) as server:
         measure(server, args.arm, args.turns, args.sessions,
-                BENCH_LOOP if args.agentloop else None)
+                BENCH_LOOP if args.agentloop else None, args.agentloop)
 
 
 if __name__ == "__main__":

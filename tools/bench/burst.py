@@ -33,6 +33,7 @@ import shutil
 import socket
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,9 +117,13 @@ def parse_response(raw: bytes) -> tuple[int, dict[str, str], bytes] | None:
     return status, headers, body[:length] if length >= 0 else body
 
 
-def fire(port: int, token: str, sids: list[str]) -> tuple[list[Answer], float]:
+def fire(port: int, token: str, sids: list[str],
+         make_request: Callable[[int, str, str, str], bytes] | None = None
+         ) -> tuple[list[Answer], float]:
     """One async submit per session, all at once; the answers and the moment of the first
-    connect (perf_counter)."""
+    connect (perf_counter). `make_request(port, token, sid, text)` makes another request of
+    each instead (the fleet's HTTP floor fires `GET /healthz` this way)."""
+    make_request = make_request or request_bytes
     sel = selectors.DefaultSelector()
     answers = [Answer() for _ in sids]
     started: list[float] = []
@@ -133,7 +138,7 @@ def fire(port: int, token: str, sids: list[str]) -> tuple[list[Answer], float]:
             sock.close()
             continue
         sel.register(sock, selectors.EVENT_WRITE, n)
-        pending[n] = (request_bytes(port, token, sid, f"burst {n}"), bytearray())
+        pending[n] = (make_request(port, token, sid, f"burst {n}"), bytearray())
     first = started[0]
     deadline = time.monotonic() + RESPONSE_TIMEOUT_SECS
 
@@ -174,7 +179,7 @@ def fire(port: int, token: str, sids: list[str]) -> tuple[list[Answer], float]:
             finish(sock, n)
     for n in list(pending):
         request, buf = pending[n]  # what was still to send, and what came back
-        whole = len(request_bytes(port, token, sids[n], f"burst {n}"))
+        whole = len(make_request(port, token, sids[n], f"burst {n}"))
         stage = ("never writable: the connect did not complete" if len(request) == whole
                  else "request partly sent" if request else "request sent")
         answers[n].error = (f"no response within {RESPONSE_TIMEOUT_SECS:.0f} s "

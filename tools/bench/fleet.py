@@ -68,6 +68,12 @@ turns/s (ok turns / wall) and p50/p99 of the ok turns' latency:
   ListenOverflows/ListenDrops/SyncookiesSent over the phase (connects a full accept queue
   dropped: the client then waits for a SYN retransmit), and the server log's error lines
   (Traceback, ERROR, "Too many open files"), if any.
+The submit workload also prints its baseline from the same run, the HTTP floor
+(tools/bench/fleet_floor.py): once every turn ended, the same client fires as many
+`GET /healthz` at once at the same server, and the slowest 202 and the web workers' CPU per 202
+are printed against that request's, which does nothing (no credentials, no disk, no actor). The
+n400 workload prints the efficiency its CPU alone allows: ideal / max(ideal, server CPU seconds
+/ CPUs), the best any overlap of that work with the waits could give.
 The client's CPU and the PSS sampler's are printed apart: reading smaps_rollup of ~70 server
 processes costs ~30 ms a sample, about a tenth of one core at SAMPLE_SECS, on the same two cores
 as the server. Session creates refused with 503 are retried after Retry-After (untimed).
@@ -94,6 +100,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -149,6 +156,13 @@ def arm_lines(r: ArmResult, w: Workload) -> list[str]:
                    f"{x['answer_max_secs'] * 1000:,.0f} ms; {x['polls']} polls "
                    f"(errors {x['poll_errors'] or 'none'}), {x['never_seen_ended']} never "
                    "seen ended")
+        burst, floor = x["submit_burst"], x["healthz_floor"]
+        out.append(f"  web workers' CPU while the submits were answered: "
+                   f"{burst['web_cpu_ms_each']:.2f} ms per 202")
+        out.append(f"  HTTP floor (the same server afterwards, {floor['answered']} GET /healthz "
+                   f"answered of {r.expected} at once): p50 "
+                   f"{floor['p50_secs'] * 1000:,.0f} ms, max {floor['max_secs'] * 1000:,.0f} ms;"
+                   f" web workers' CPU {floor['web_cpu_ms_each']:.2f} ms per request")
     for problem in r.extra.get("server_log_problems", []):
         out.append(f"  server log: {problem}")
     return out
@@ -178,6 +192,9 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
                         + ("" if whole else ", MISS: not every turn ended ok"),
                         f"{brain.efficiency:.2f}", ">= 0.8",
                         verdict(brain.efficiency, 0.8, True) if whole else "MISS"))
+        peer_bound = f"; LangGraph's {cpu_bound_efficiency(peer):.2f}" if peer else ""
+        out.append(line(f"efficiency the server's CPU allows: ideal / max(ideal, CPU s / cpus)"
+                        f"{peer_bound}", f"{cpu_bound_efficiency(brain):.2f}", "none", "INFO"))
     if w.submit:
         x = brain.extra
         every = x["submits_202"] == brain.expected
@@ -188,6 +205,12 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
                         "PASS" if brain.ok == brain.expected else "MISS"))
         out.append(line("server peak PSS", f"{brain.peak_pss_kib / MIB:.1f} MiB", "none",
                         "INFO"))
+        burst, floor = x["submit_burst"], x["healthz_floor"]
+        out.append(line("slowest 202 / slowest GET /healthz (HTTP floor, same burst size)",
+                        f"{burst['max_secs'] / floor['max_secs']:.2f}x", "none", "INFO"))
+        out.append(line("web CPU per 202 / per GET /healthz",
+                        f"{burst['web_cpu_ms_each'] / floor['web_cpu_ms_each']:.2f}x", "none",
+                        "INFO"))
     if peer is not None:
         ratio = brain.turns_per_sec / peer.turns_per_sec if peer.turns_per_sec else float("nan")
         out.append(line("turns/s Brain / LangGraph", f"{ratio:.2f}x", "none", "INFO"))
@@ -195,6 +218,13 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
         out.append(line("peak PSS Brain (whole server) / LangGraph", f"{pss:.2f}x", "none",
                         "INFO"))
     return out
+
+
+def cpu_bound_efficiency(arm: ArmResult) -> float:
+    """The best efficiency the arm's own CPU work permits: even were all of it done while the
+    turns waited on their model, the wall is at least its CPU seconds over the machine's CPUs."""
+    floor = arm.cpu_secs / (os.cpu_count() or 1)
+    return arm.ideal / max(arm.ideal, floor)
 
 
 # --- main -----------------------------------------------------------------------------------

@@ -33,6 +33,25 @@ def group_cpu_seconds(pgrp: int) -> float:
                for proc in all_stats() if proc.pgrp == pgrp) * CLOCK_TICK_SECS
 
 
+WEB_WORKER_TITLE = b"gunicorn: worker"
+
+
+def web_worker_cpu_seconds(pgrp: int) -> float:
+    """utime + stime of the group's gunicorn workers (their process title says so): the CPU
+    of the HTTP side alone, which answers a submit's 202 by itself (brain/web/admission.py)."""
+    ticks = 0
+    for proc in all_stats():
+        if proc.pgrp != pgrp:
+            continue
+        try:
+            title = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if title.startswith(WEB_WORKER_TITLE):
+            ticks += proc.cpu_ticks
+    return ticks * CLOCK_TICK_SECS
+
+
 LISTEN_COUNTERS = ("ListenOverflows", "ListenDrops", "SyncookiesSent")
 
 

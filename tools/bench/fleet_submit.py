@@ -17,6 +17,8 @@ from typing import Any
 from tools.bench.common import percentile
 from tools.bench.fleet_brain import brain_server, commits_per_turn, log_problems, ready_fleet
 from tools.bench.fleet_drive import error_code
+from tools.bench.fleet_floor import burst_cost, http_floor
+from tools.bench.fleet_measure import web_worker_cpu_seconds
 from tools.bench.fleet_shapes import (
     OK,
     PHASE_SLACK_SECS,
@@ -143,11 +145,15 @@ def brain_submit_arm(w: Workload, env: dict[str, str], log: Callable[[str], None
         poller = Poller(server.port, server.token)
         with phase:
             began_wall, began = time.time(), time.monotonic()
+            web_before = web_worker_cpu_seconds(server.proc.pid)
             answers, _ = fire(server.port, server.token, fleet_ids)
+            submits = burst_cost(answers, web_worker_cpu_seconds(server.proc.pid) - web_before,
+                                 202)
             receipts = {sid: json.loads(a.body)["sequence"]
                         for sid, a in zip(fleet_ids, answers, strict=True) if a.status == 202}
             unseen = wait_until_ended(poller, receipts, began + w.delay_ms / 1000,
                                       began + w.ideal + PHASE_SLACK_SECS)
+        floor = http_floor(server, len(fleet_ids))
         codes = Counter(submit_code(a) for a in answers if a.status != 202)
         turn_codes, latencies = submitted_turns(server, receipts, began_wall)
         codes.update(turn_codes)
@@ -162,5 +168,6 @@ def brain_submit_arm(w: Workload, env: dict[str, str], log: Callable[[str], None
             "answer_p99_secs": percentile(times, 0.99),
             "answer_max_secs": max(times, default=float("nan")),
             "polls": poller.requests, "poll_errors": dict(poller.errors),
-            "never_seen_ended": unseen, "server_log_problems": log_problems(server)})
+            "never_seen_ended": unseen, "server_log_problems": log_problems(server),
+            "submit_burst": submits.as_dict(), "healthz_floor": floor.as_dict()})
     return result

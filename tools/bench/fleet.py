@@ -207,10 +207,10 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
                         "INFO"))
         burst, floor = x["submit_burst"], x["healthz_floor"]
         out.append(line("slowest 202 / slowest GET /healthz (HTTP floor, same burst size)",
-                        f"{burst['max_secs'] / floor['max_secs']:.2f}x", "none", "INFO"))
+                        f"{over(burst['max_secs'], floor['max_secs']):.2f}x", "none", "INFO"))
         out.append(line("web CPU per 202 / per GET /healthz",
-                        f"{burst['web_cpu_ms_each'] / floor['web_cpu_ms_each']:.2f}x", "none",
-                        "INFO"))
+                        f"{over(burst['web_cpu_ms_each'], floor['web_cpu_ms_each']):.2f}x",
+                        "none", "INFO"))
     if peer is not None:
         ratio = brain.turns_per_sec / peer.turns_per_sec if peer.turns_per_sec else float("nan")
         out.append(line("turns/s Brain / LangGraph", f"{ratio:.2f}x", "none", "INFO"))
@@ -218,6 +218,12 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
         out.append(line("peak PSS Brain (whole server) / LangGraph", f"{pss:.2f}x", "none",
                         "INFO"))
     return out
+
+
+def over(value: float, baseline: float) -> float:
+    """value / baseline, NaN when the baseline read zero (a small burst's CPU can fall under one
+    clock tick)."""
+    return value / baseline if baseline else float("nan")
 
 
 def cpu_bound_efficiency(arm: ArmResult) -> float:

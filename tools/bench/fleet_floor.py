@@ -13,6 +13,7 @@ Brain's own work (the journal's lock, open and fdatasync, the registry's hand-ov
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,12 +52,21 @@ def healthz_request(port: int, token: str, sid: str, text: str) -> bytes:
             "Connection: close\r\n\r\n").encode()
 
 
-def http_floor(server: Any, count: int) -> BurstCost:
-    """`count` GET /healthz at once against `server`, as the submits were fired."""
+def fire_measured(server: Any, sids: list[str], ok_status: int,
+                  make_request: Callable[[int, str, str, str], bytes] | None = None
+                  ) -> tuple[list[Any], BurstCost]:
+    """One request per entry of `sids` at once against `server` (tools.bench.burst.fire: a
+    submit each unless `make_request` says otherwise); the answers, and the cost of those
+    answered `ok_status` with the web workers' CPU read around the burst."""
     from tools.bench.burst import fire
 
-    time.sleep(SETTLE_SECS)
     pgrp = server.proc.pid
     before = web_worker_cpu_seconds(pgrp)
-    answers, _ = fire(server.port, server.token, [""] * count, healthz_request)
-    return burst_cost(answers, web_worker_cpu_seconds(pgrp) - before, 200)
+    answers, _ = fire(server.port, server.token, sids, make_request)
+    return answers, burst_cost(answers, web_worker_cpu_seconds(pgrp) - before, ok_status)
+
+
+def http_floor(server: Any, count: int) -> BurstCost:
+    """`count` GET /healthz at once against `server`, as the submits were fired."""
+    time.sleep(SETTLE_SECS)
+    return fire_measured(server, [""] * count, 200, healthz_request)[1]

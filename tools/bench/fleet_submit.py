@@ -17,8 +17,7 @@ from typing import Any
 from tools.bench.common import percentile
 from tools.bench.fleet_brain import brain_server, commits_per_turn, log_problems, ready_fleet
 from tools.bench.fleet_drive import error_code
-from tools.bench.fleet_floor import burst_cost, http_floor
-from tools.bench.fleet_measure import web_worker_cpu_seconds
+from tools.bench.fleet_floor import fire_measured, http_floor
 from tools.bench.fleet_shapes import (
     OK,
     PHASE_SLACK_SECS,
@@ -138,17 +137,12 @@ def submitted_turns(server: Any, receipts: dict[str, int], began_wall: float) ->
 
 def brain_submit_arm(w: Workload, env: dict[str, str], log: Callable[[str], None]) -> ArmResult:
     """The Brain arm with one async submit per session (see the module docstring)."""
-    from tools.bench.burst import fire
-
     with brain_server(env, w.delay_ms) as server:
         fleet_ids, phase = ready_fleet(server, w, log)
         poller = Poller(server.port, server.token)
         with phase:
             began_wall, began = time.time(), time.monotonic()
-            web_before = web_worker_cpu_seconds(server.proc.pid)
-            answers, _ = fire(server.port, server.token, fleet_ids)
-            submits = burst_cost(answers, web_worker_cpu_seconds(server.proc.pid) - web_before,
-                                 202)
+            answers, submits = fire_measured(server, fleet_ids, 202)
             receipts = {sid: json.loads(a.body)["sequence"]
                         for sid, a in zip(fleet_ids, answers, strict=True) if a.status == 202}
             unseen = wait_until_ended(poller, receipts, began + w.delay_ms / 1000,

@@ -72,8 +72,11 @@ The submit workload also prints its baseline from the same run, the HTTP floor
 (tools/bench/fleet_floor.py): once every turn ended, the same client fires as many
 `GET /healthz` at once at the same server, and the slowest 202 and the web workers' CPU per 202
 are printed against that request's, which does nothing (no credentials, no disk, no actor). The
-n400 workload prints the efficiency its CPU alone allows: ideal / max(ideal, server CPU seconds
-/ CPUs), the best any overlap of that work with the waits could give.
+n400 workload prints the efficiency its CPU per turn allows (`wave_bound_efficiency`), for both
+arms: every session's first model answer comes D after its first send at the earliest, and its
+last model call starts D before the end at the latest, so the work between (K - 1 of its K turns'
+CPU, as every turn costs about the same) falls into wall - 2 x D on the CPUs the arm can use:
+Brain's processes all of the machine's, LangGraph's one process its one GIL.
 The client's CPU and the PSS sampler's are printed apart: reading smaps_rollup of ~70 server
 processes costs ~30 ms a sample, about a tenth of one core at SAMPLE_SECS, on the same two cores
 as the server. Session creates refused with 503 are retried after Retry-After (untimed).
@@ -192,9 +195,12 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
                         + ("" if whole else ", MISS: not every turn ended ok"),
                         f"{brain.efficiency:.2f}", ">= 0.8",
                         verdict(brain.efficiency, 0.8, True) if whole else "MISS"))
-        peer_bound = f"; LangGraph's {cpu_bound_efficiency(peer):.2f}" if peer else ""
-        out.append(line(f"efficiency the server's CPU allows: ideal / max(ideal, CPU s / cpus)"
-                        f"{peer_bound}", f"{cpu_bound_efficiency(brain):.2f}", "none", "INFO"))
+        cpus = os.cpu_count() or 1
+        peer_bound = (f"; LangGraph's {wave_bound_efficiency(w, peer, 1):.2f} (one GIL), "
+                      f"measured {peer.efficiency:.2f}" if peer else "")
+        out.append(line(f"efficiency its CPU per turn allows, about: K x D / max(K x D, 2 x D + "
+                        f"(K - 1) / K x CPU s / {cpus} cpus){peer_bound}",
+                        f"{wave_bound_efficiency(w, brain, cpus):.2f}", "none", "INFO"))
     if w.submit:
         x = brain.extra
         every = x["submits_202"] == brain.expected
@@ -226,11 +232,16 @@ def over(value: float, baseline: float) -> float:
     return value / baseline if baseline else float("nan")
 
 
-def cpu_bound_efficiency(arm: ArmResult) -> float:
-    """The best efficiency the arm's own CPU work permits: even were all of it done while the
-    turns waited on their model, the wall is at least its CPU seconds over the machine's CPUs."""
-    floor = arm.cpu_secs / (os.cpu_count() or 1)
-    return arm.ideal / max(arm.ideal, floor)
+def wave_bound_efficiency(w: Workload, arm: ArmResult, cpus: int) -> float:
+    """The best efficiency the arm's CPU per turn permits on `cpus` CPUs, however its work is
+    ordered. No model answer comes before D, and each session's last model call starts D before
+    the wall at the latest; between the two every session does K - 1 turns' worth of CPU (the
+    end of one turn and the start of the next), which `cpus` CPUs do in no less than its CPU
+    seconds over them. One turn (K = 1) has no such stretch: its bound is the ideal itself."""
+    delay = w.delay_ms / 1000
+    between = (w.turns - 1) / w.turns * arm.cpu_secs / cpus if w.turns > 1 else 0.0
+    least_wall = max(arm.ideal, 2 * delay + between) if w.turns > 1 else arm.ideal
+    return arm.ideal / least_wall if least_wall > 0 else float("nan")
 
 
 # --- main -----------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ depends on them is sent and before anyone, client or guest, is answered. Its jou
 turns, session_suspension.py; guest calls answered inline, session_inline.py.
 
 The process outlives its sessions: the registry forks it ahead of need into a pool, and when a
-session is released the actor drops everything of it (`_drop_session`, session_pool.py) and
-waits for the next.
+session is released the actor drops everything of it (`_drop_session`, session_pool.py) but
+a closed writer and projection for its next open here (kept_journal.py), and waits for the next.
 A timer or an executor's answer still on its way for the session it served is recognized by its
 lease (timers) or its session id (answers) and dropped, so nothing of one session reaches another.
 """
@@ -39,6 +39,7 @@ from brain.actors.activation import (
 from brain.actors.admission_board import BoardReader
 from brain.actors.bridge import BridgedActor
 from brain.actors.effect_messages import EffectBatch, EffectDone, OutcomeBatch, Parked
+from brain.actors.kept_journal import KeptJournal
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
     CreateSession,
@@ -111,6 +112,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         self.registry: Any = None
         self.services: dict[str, Any] = {}
         self.writer: JournalWriter | None = None
+        self.kept: KeptJournal | None = None  # the session released here last (kept_journal.py)
         self._reopening = False
         self._activations = 0  # activations started by this actor process, for their numbers
         self._void_activations: set[int] = set()  # abandoned (a failed commit, a suspension)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from brain import errors
+from brain.actors.kept_journal import KeptJournal, take_up
 from brain.actors.messages import CreateSession, DeleteSession, Reply
 from brain.admitted import admitted_in_this_run, admitted_traceparent, clear_admitted
 from brain.damage_report import report_damage
@@ -55,6 +56,7 @@ class SessionJournal:
 
     settings: Any
     writer: JournalWriter | None
+    kept: KeptJournal | None  # the session released here last (kept_journal.py)
     core: Any
     metrics: MetricBatch
     latencies: Latencies
@@ -119,9 +121,16 @@ class SessionJournal:
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return errors.NotFound("no such session"), frozenset()
             else:
-                self.writer = self._open_writer(
-                    journal_dir, suspended.sequence if suspended is not None else None)
-                opened, self.writer.opened = self.writer.opened, None  # folded in the open
+                taken = take_up(self.kept, self.core.session_id) if suspended is None else None
+                self.kept = None
+                if taken is not None:  # released here last, and nothing wrote since
+                    self.writer, opened = taken
+                else:
+                    self.writer = self._open_writer(
+                        journal_dir, suspended.sequence if suspended is not None else None)
+                    opened, self.writer.opened = self.writer.opened, None  # folded in the open
+                self.metrics.inc("brain_journal_opens_total",
+                                 how="recovered" if taken is None else "kept")
                 self.open_history(suspended)
                 admitted = self._admitted_turn(opened)
                 self._step(Opened(opened, admitted, suspended))

@@ -16,6 +16,7 @@ from typing import Any
 
 from brain.actors.activation import agentloop_runtime
 from brain.actors.admission_board import BoardReader
+from brain.actors.kept_journal import keep
 from brain.actors.messages import ReleaseMe, ReportRelease, Warmed, WarmUp
 from brain.actors.proctitle import rename_actor_process
 from brain.actors.release_report import ReleaseReports
@@ -32,6 +33,8 @@ class PooledSession:
 
     settings: Any
     core: Any
+    writer: Any
+    kept: Any  # kept_journal.py
     registry: Any
     metrics: MetricBatch
     lease: int
@@ -92,9 +95,12 @@ class PooledSession:
             self._report_after(0.0)
 
     def _drop_session(self) -> str:
-        """Release: nothing of the session stays resident (reads never need this actor)."""
+        """Release: nothing of the session stays open or locked (reads never need this actor);
+        its closed writer and projection stay for its next open here (kept_journal.py)."""
         session_id = self.core.session_id if self.core is not None else ""
         self._flush_metrics()
+        self.kept = keep(session_id, self.writer,
+                         self.core.projection if self.core is not None else None)
         self._close_journal()
         self.forget_history()
         self._fresh_session_state()

@@ -4,8 +4,9 @@
 creation never finished, replays the journal (or checks the history a valid checkpoint covers
 with one CRC pass and replays only past it), truncates a torn write at the end of the last
 segment, and makes what it accepted durable. `verify` repeats that CRC pass for a writer kept
-open between commands. Anything else wrong raises `CorruptJournal`, naming the segment and the
-offset of the first bad frame.
+open between commands, and `_reopen_unchanged` for a closed writer taken up again when nothing
+was written since it closed. Anything else wrong raises `CorruptJournal`, naming the segment
+and the offset of the first bad frame.
 """
 
 from __future__ import annotations
@@ -215,6 +216,45 @@ class JournalOpening:
             raise
         raise JournalError(f"{self.journal_dir} changed under its writer ({mismatch})")
 
+    def _reopen_unchanged(self) -> bool:
+        """Take this closed writer up again, without a recovery, if its journal is exactly as it
+        left it: True, locked and open for appends; False, locked by nothing it holds.
+
+        "Exactly" is checked, not assumed: the same segments; the last one of the size it
+        was closed at and tagged by its own close (synced_mark.py), so no writer since died
+        mid-write; zeros after its frames, so no writer since appended into the room; and the
+        CRC pass of `verify` over every byte of history. Any other writer (a web worker
+        admitting a turn, another actor) changes one of these, and the caller opens as usual.
+        """
+        try:
+            self._lock()
+        except JournalLocked:
+            return False
+        try:
+            segments = list_segments(self.journal_dir)
+            mine = [d.segment for d in self._history] + [self._segment]
+            if [s.first_seq for s in segments] != mine:
+                raise _Changed
+            path = segments[-1].path
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            self._fd = fd
+            if os.fstat(fd).st_size != self._allocated or take_synced_mark(fd) != self._allocated:
+                raise _Changed
+            if not _zeros(path, self._size, self._allocated - self._size):
+                raise _Changed
+            self.verify()
+        except (_Changed, JournalError, OSError):
+            self._release_after_reopen()
+            return False
+        self._flushed = self._size
+        return True
+
+    def _release_after_reopen(self) -> None:
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                close_fd(fd)
+        self._fd = self._lock_fd = None
+
     def _drop_checkpoint(self, damage: CorruptJournal) -> None:
         """Remove a checkpoint whose covered history is refused. It is a cache of history that
         no longer reads; without it every reader replays from the start and meets the damage,
@@ -253,3 +293,19 @@ class JournalOpening:
         self._fd = fd
         self._segment = first_seq
         self._size = self._allocated = os.fstat(fd).st_size
+
+
+class _Changed(Exception):
+    """The journal is not as a closed writer left it (`_reopen_unchanged`)."""
+
+
+def _zeros(path: Path, offset: int, length: int) -> bool:
+    """Whether `path` holds only zero bytes in [offset, offset + length)."""
+    if length <= 0:
+        return True
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = os.pread(fd, length, offset)
+    finally:
+        close_fd(fd)
+    return len(data) == length and data.count(0) == length

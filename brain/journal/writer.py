@@ -156,6 +156,19 @@ class JournalWriter(JournalOpening):
         _live_writers.add(self)
         return self
 
+    def reopen(self) -> bool:
+        """Take this writer up again after `close`, if nothing touched its journal since: the
+        lock and the segment again, and the CRC pass `verify` makes, instead of an open's
+        recovery (~0.05 against ~0.75 ms for a session of a hundred turns). False when the
+        journal changed or is locked, or the writer failed: then `open` it as usual."""
+        if self._fd is not None or self._broken is not None or self._lock_fd is not None:
+            return False
+        if not self._reopen_unchanged():
+            return False
+        self.opened = self.history = None
+        _live_writers.add(self)
+        return True
+
     # --- appending -----------------------------------------------------------------------------
 
     def append(
@@ -250,6 +263,16 @@ class JournalWriter(JournalOpening):
         """Whether enough was committed since the checkpoint on disk to write a new one."""
         records_since, bytes_since = self._since_checkpoint
         return records_since >= CHECKPOINT_RECORDS or bytes_since >= CHECKPOINT_BYTES
+
+    @property
+    def broken(self) -> bool:
+        """Whether a write failed: the writer takes no more and must not be taken up again."""
+        return self._broken is not None
+
+    @property
+    def journal_bytes(self) -> int:
+        """The bytes of frames in every segment, as this writer knows them."""
+        return sum(d.length for d in self._history) + self._size
 
     @property
     def records_since_checkpoint(self) -> int:

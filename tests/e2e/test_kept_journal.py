@@ -1,0 +1,72 @@
+"""A released session's next open on the same actor takes up the writer it kept
+(brain/actors/kept_journal.py), and refuses it when anything else wrote the journal meanwhile:
+here a web worker admitting a submitted turn with no actor on the session. One actor serves
+the whole server, so every open of the session is that actor's; `brain_journal_opens_total`
+says which kind each was."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brain.journal import JournalScan, JournalWriter
+from tests.e2e.test_metrics import scrape, value
+from tests.support.server import BrainServer, configured
+from tests.support.waiting import wait_for
+
+
+@pytest.fixture
+def one_actor(tmp_path: Path) -> Iterator[BrainServer]:
+    server = configured(tmp_path, "", {"BRAIN_SESSION_POOL_SIZE": "1",
+                                       "BRAIN_MAX_SESSION_ACTORS": "1"}).start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def opens(server: BrainServer) -> tuple[float, float]:
+    _, samples = scrape(server)
+    return (value(samples, "brain_journal_opens_total", how="kept") or 0.0,
+            value(samples, "brain_journal_opens_total", how="recovered") or 0.0)
+
+
+def no_actor_holds_it(server: BrainServer) -> bool:
+    _, samples = scrape(server)
+    return value(samples, "brain_session_actors_open") == 0
+
+
+def test_a_kept_writer_is_taken_up_unless_the_web_admitted_a_turn(one_actor: BrainServer) -> None:
+    s = one_actor
+    sid = s.create_session()["id"]
+    assert s.send(sid, "one")["output"] == "echo: one"
+    wait_for(lambda: opens(s) == (1.0, 1.0), timeout=20, interval=0.2,
+             what="create recovered, the first send took up the kept writer")
+    wait_for(lambda: no_actor_holds_it(s), timeout=20, interval=0.2, what="the release reported")
+    resp = s.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "two"},
+                     headers={"Prefer": "respond-async"}, timeout=30)
+    assert resp.status_code == 202, resp.text
+    wait_for(lambda: s.request("GET", f"/v1/sessions/{sid}").json()["status"] == "idle",
+             timeout=30, interval=0.2, what="the submitted turn ended")
+    wait_for(lambda: opens(s)[1] == 2.0, timeout=20, interval=0.2,
+             what="the admitted turn's open refused the kept writer: a full open")
+    wait_for(lambda: no_actor_holds_it(s), timeout=20, interval=0.2, what="the release reported")
+    kept_before = wait_for(lambda: opens(s)[0], timeout=20, interval=0.2, what="metrics")
+    assert s.send(sid, "three")["output"] == "echo: three"
+    wait_for(lambda: opens(s) == (kept_before + 1, 2.0), timeout=20, interval=0.2,
+             what="the next send took up the writer kept after the admitted turn")
+
+    journal = s.data_dir / "sessions" / sid / "journal"
+    frames = list(JournalScan(journal))  # every byte verified
+    started = [f for f in frames if f.record["kind"] == "turn_started"]
+    assert [f.record["input"] for f in started] == ["one", "two", "three"]
+    assert started[1].header.end_of_batch  # committed alone: the web worker admitted it
+    assert not started[2].header.end_of_batch  # with its activation_started: by the actor
+    assert [f.seq for f in frames] == list(range(1, len(frames) + 1))
+    texts = [m["content"][0]["text"] for m in
+             s.request("GET", f"/v1/sessions/{sid}/transcript").json()["messages"]]
+    assert texts == ["one", "echo: one", "two", "echo: two", "three", "echo: three"]
+    with JournalWriter.open(journal, project=True) as writer:  # a full recovery agrees
+        assert writer.opened.last_seq == frames[-1].seq and writer.opened.status == "idle"

@@ -238,10 +238,12 @@ def wave_bound_efficiency(w: Workload, arm: ArmResult, cpus: int) -> float:
     the wall at the latest; between the two every session does K - 1 turns' worth of CPU (the
     end of one turn and the start of the next), which `cpus` CPUs do in no less than its CPU
     seconds over them. One turn (K = 1) has no such stretch: its bound is the ideal itself."""
-    delay = w.delay_ms / 1000
-    between = (w.turns - 1) / w.turns * arm.cpu_secs / cpus if w.turns > 1 else 0.0
-    least_wall = max(arm.ideal, 2 * delay + between) if w.turns > 1 else arm.ideal
-    return arm.ideal / least_wall if least_wall > 0 else float("nan")
+    if arm.ideal <= 0:
+        return float("nan")
+    if w.turns < 2:
+        return 1.0
+    between = (w.turns - 1) / w.turns * arm.cpu_secs / cpus
+    return arm.ideal / max(arm.ideal, 2 * w.delay_ms / 1000 + between)
 
 
 # --- main -----------------------------------------------------------------------------------

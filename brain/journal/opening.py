@@ -26,6 +26,7 @@ from brain.journal.projection import Projection, ProjectionBuilder
 from brain.journal.scan import JournalScan, Torn
 from brain.journal.segments import (
     TEMP_SUFFIX,
+    Segment,
     create_segment,
     list_segments,
     segment_name,
@@ -196,13 +197,15 @@ class JournalOpening:
         self.last_seq = scan.last_seq
         self._since_checkpoint = (records, size)
 
-    def verify(self) -> None:
+    def verify(self, segments: list[Segment] | None = None) -> None:
         """Check, for a writer kept open between commands, that the journal still holds the
         bytes it verified and wrote: the same CRC pass as an open, over every segment, against
         the checksums this writer keeps. On a mismatch every frame is read to name the damage
         (`CorruptJournal`, and the checkpoint over it is removed, as an open does).
+        `segments`: the journal's, when the caller has just listed them.
         """
-        segments = list_segments(self.journal_dir)
+        if segments is None:
+            segments = list_segments(self.journal_dir)
         mine = [*self._history, SegmentDigest(self._segment, self._size, self._segment_crc)]
         mismatch = history_mismatch(segments, mine, self._segment, self._size)
         if mismatch is None:
@@ -242,7 +245,7 @@ class JournalOpening:
                 raise _Changed
             if not _zeros(path, self._size, self._allocated - self._size):
                 raise _Changed
-            self.verify()
+            self.verify(segments)
         except (_Changed, JournalError, OSError):
             self._release_after_reopen()
             return False

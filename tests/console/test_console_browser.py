@@ -21,7 +21,7 @@ from tests.console.browser import (
     screenshot,
     script_errors,
 )
-from tests.e2e.test_http_refusals_and_damage import damage_first_record
+from tests.support.damage import damage_first_record
 from tests.support.guests import example_guest
 from tests.support.noting import NOTING, note
 from tests.support.server import BrainServer, serving

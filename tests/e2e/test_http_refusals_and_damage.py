@@ -16,10 +16,11 @@ import pytest
 import requests
 
 from brain.journal import JournalScan, load_checkpoint
-from brain.journal.frames import FRAME_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from brain.journal.frames import FRAME_HEADER_SIZE
 from brain.journal.writer import CHECKPOINT_RECORDS
 from brain.operator_token import TOKEN_FILE
 from brain.web.bodies import MESSAGE_BODY_LIMIT
+from tests.support.damage import damage_first_record
 from tests.support.server import BrainServer, wait_for_no_open_session_actor
 
 SERVE_REFUSAL_TIMEOUT_SECS = 20.0
@@ -167,19 +168,6 @@ def test_serve_refuses_a_tool_that_names_no_builtin(tmp_path: Path) -> None:
 
 
 # -- a damaged session -------------------------------------------------------------------------
-
-
-def damage_first_record(session_dir: Path) -> None:
-    """Flip one payload byte of the first, complete frame (session_created).
-
-    The checkpoint goes too: it is disposable, and the journal trusts it for the frames it
-    covers, so with it the damage would be found only by a read from the start.
-    """
-    segment = sorted((session_dir / "journal").glob("*.seg"))[0]
-    data = bytearray(segment.read_bytes())
-    data[SEGMENT_HEADER_SIZE + FRAME_HEADER_SIZE + 5] ^= 0xFF
-    segment.write_bytes(bytes(data))
-    (session_dir / "checkpoint").unlink(missing_ok=True)
 
 
 def test_a_damaged_session_is_refused_alone(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from brain.journal import JournalScan, JournalWriter
-from tests.e2e.test_metrics import scrape, value
+from tests.support.metrics_scrape import scrape, value
 from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
 

@@ -3,30 +3,10 @@ turns, effects, latency histograms, SSE streams and the registry's gauges."""
 
 from __future__ import annotations
 
-from prometheus_client.parser import text_string_to_metric_families
-
+from tests.support.metrics_scrape import Samples, scrape, value
 from tests.support.server import BrainServer
 from tests.support.sse import SseClient
 from tests.support.waiting import wait_for
-
-Samples = dict[tuple[str, frozenset], float]
-
-
-def scrape(s: BrainServer) -> tuple[dict[str, str], Samples]:
-    resp = s.request("GET", "/metrics")
-    assert resp.status_code == 200
-    assert resp.headers["Content-Type"].startswith("text/plain")
-    types: dict[str, str] = {}
-    samples: Samples = {}
-    for family in text_string_to_metric_families(resp.text):
-        types[family.name] = family.type
-        for sample in family.samples:
-            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
-    return types, samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    return samples.get((name, frozenset(labels.items())))
 
 
 def test_metrics_count_what_happened(brain_server: BrainServer) -> None:

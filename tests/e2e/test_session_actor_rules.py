@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.agentloop.helpers import compile_guest
-from tests.e2e.test_suspension_and_delete import session_actors
-from tests.support.server import BrainServer, configured
+from tests.support.server import BrainServer, configured, session_processes
 from tests.support.waiting import wait_for
 
 TURN_SECS = 60  # far away: only the cancel can end the spinning turn quickly
@@ -85,20 +84,20 @@ def test_refused_commands_do_not_leave_the_actor_resident(server: BrainServer) -
     warm = server.create_session()["id"]
     server.send(warm, "start the executors")
     time.sleep(0.5)
-    baseline = session_actors(server)
+    baseline = session_processes(server)
     sid = server.create_session()["id"]
     assert server.request("POST", f"/v1/sessions/{sid}/end").status_code == 200
-    wait_for(lambda: session_actors(server) == baseline, timeout=15, what="release after end")
+    wait_for(lambda: session_processes(server) == baseline, timeout=15, what="release after end")
     refused = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "late"})
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "session_ended"
-    wait_for(lambda: session_actors(server) == baseline, timeout=15,
+    wait_for(lambda: session_processes(server) == baseline, timeout=15,
              what="release after a refused message")
     again = server.request("POST", f"/v1/sessions/{sid}/end")  # already ended: answered again
     assert again.status_code == 200
     idle = server.create_session()["id"]
     busy = server.request("DELETE", f"/v1/sessions/{idle}")
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "session_active"
-    wait_for(lambda: session_actors(server) == baseline, timeout=15,
+    wait_for(lambda: session_processes(server) == baseline, timeout=15,
              what="release after a refused end and delete")
 
 
@@ -119,13 +118,13 @@ def test_server_wide_idle_ttl_retains_then_releases(tmp_path: Path) -> None:
     try:
         warm = server.create_session(idle_ttl_ms=1)["id"]  # its own TTL wins over the server's
         server.send(warm, "start the executors")
-        wait_for(lambda: session_actors(server) == 0, timeout=10, what="the warm-up's release")
-        baseline = session_actors(server)
+        wait_for(lambda: session_processes(server) == 0, timeout=10, what="the warm-up's release")
+        baseline = session_processes(server)
         sid = server.create_session()["id"]
         server.send(sid, "turn")
         time.sleep(0.5)
-        assert session_actors(server) == baseline + 1  # retained by the server-wide TTL
-        wait_for(lambda: session_actors(server) == baseline, timeout=15,
+        assert session_processes(server) == baseline + 1  # retained by the server-wide TTL
+        wait_for(lambda: session_processes(server) == baseline, timeout=15,
                  what="release when the server-wide TTL ran out")
     finally:
         server.kill()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_http_refusals_and_damage import damage_first_record
+from tests.support.damage import damage_first_record
 from tests.support.guests import example_guest
 from tests.support.server import BrainServer, configured, wait_for_no_open_session_actor
 

@@ -8,25 +8,9 @@ import time
 from pathlib import Path
 
 from brain.journal import JournalScan
-from tests.support.server import BrainServer, group_pids
+from tests.support.server import BrainServer, session_processes
 from tests.support.waiting import wait_for
 from tests.tools.toolserver import ToolServer
-
-
-def session_actors(server: BrainServer) -> int:
-    """Actor processes serving a session: titled `brain: session <id>` (brain/actors/proctitle.py).
-
-    A released session's actor goes back to the pool of warm actors as `brain: pooled session`
-    (or exits), so the count falls by one either way."""
-    count = 0
-    for pid in group_pids(server.proc.pid):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if cmdline.startswith(b"brain: session "):
-            count += 1
-    return count
 
 
 def test_session_actors_are_released_unless_retained(brain_server: BrainServer) -> None:
@@ -34,25 +18,25 @@ def test_session_actors_are_released_unless_retained(brain_server: BrainServer) 
     warm = s.create_session()["id"]
     s.send(warm, "start the executors")
     time.sleep(0.5)  # let the warm-up session's release settle
-    baseline = session_actors(s)
+    baseline = session_processes(s)
     released = s.create_session()["id"]
     s.send(released, "turn")
-    wait_for(lambda: session_actors(s) == baseline, timeout=10, what="release after the turn")
+    wait_for(lambda: session_processes(s) == baseline, timeout=10, what="release after the turn")
     # Reads never wake an actor.
     s.request("GET", f"/v1/sessions/{released}/transcript")
     s.events(released)
     s.request("GET", f"/v1/sessions/{released}")
     time.sleep(0.5)
-    assert session_actors(s) == baseline
+    assert session_processes(s) == baseline
     kept = s.create_session(idle_ttl_ms=0)["id"]
     s.send(kept, "turn")
     time.sleep(1.0)
-    assert session_actors(s) == baseline + 1  # explicit zero retains it indefinitely
+    assert session_processes(s) == baseline + 1  # explicit zero retains it indefinitely
     briefly = s.create_session(idle_ttl_ms=1500)["id"]
     s.send(briefly, "turn")
     time.sleep(0.3)
-    assert session_actors(s) == baseline + 2
-    wait_for(lambda: session_actors(s) == baseline + 1, timeout=10, what="TTL release")
+    assert session_processes(s) == baseline + 2
+    wait_for(lambda: session_processes(s) == baseline + 1, timeout=10, what="TTL release")
     # A released session re-opens from checkpoint + journal for the next message.
     assert s.send(released, "again")["status"] == "ended"
 

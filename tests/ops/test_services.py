@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.e2e.test_http_refusals_and_damage import damage_first_record
+from tests.support.damage import damage_first_record
 from tests.support.server import BrainServer, free_port, group_pids
 from tests.support.waiting import wait_for
 

@@ -227,7 +227,10 @@ def wait_for_no_open_session_actor(s: BrainServer) -> None:
 
 
 def session_processes(server: BrainServer) -> int:
-    """Processes of the server titled as session actors (serving a session now)."""
+    """Processes of the server titled as session actors, `brain: session <id>`
+    (brain/actors/proctitle.py): serving a session now. A released session's actor goes back
+    to the warm pool as `brain: pooled session` (or exits), so the count falls by one either
+    way."""
     count = 0
     for pid in group_pids(server.proc.pid):
         try:

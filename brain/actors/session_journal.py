@@ -129,11 +129,14 @@ class SessionJournal:
                     self.writer = self._open_writer(
                         journal_dir, suspended.sequence if suspended is not None else None)
                     opened, self.writer.opened = self.writer.opened, None  # folded in the open
-                self.metrics.inc("brain_journal_opens_total",
-                                 how="recovered" if taken is None else "kept")
                 self.open_history(suspended)
                 admitted = self._admitted_turn(opened)
                 self._step(Opened(opened, admitted, suspended))
+                # Counted after the open's own step, which flushes the metrics of a session
+                # that stays resident: the count rides with the command's report or release
+                # instead of costing a message of its own every open.
+                self.metrics.inc("brain_journal_opens_total",
+                                 how="recovered" if taken is None else "kept")
                 if admitted is not None:  # its activation_started is durable now
                     clear_admitted(self.session_dir)
         except CorruptJournal as exc:

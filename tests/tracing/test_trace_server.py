@@ -96,8 +96,14 @@ def test_trace_all_adds_the_housekeeping(tmp_path: Path) -> None:
                                            "BRAIN_TRACE_ALL": "1"}).start()
     try:
         sid = server.create_session(model="tooluser", tools=["echo"])["id"]
-        assert server.send(sid, "go")["status"] == "ended"
+        for text in ("go", "again", "once more"):
+            assert server.send(sid, text)["status"] == "ended"
         wait_for(lambda: any(line["msg"] == "MetricsReport" for line in trace_lines(trace)),
                  timeout=10, what="a metrics flush in the trace")
     finally:
         server.kill()
+    # Released after each turn, the session's metrics ride with its Released, and the registry
+    # passes them on in batches: opening the session again costs no report of its own.
+    sent = [line for line in trace_lines(trace)
+            if line["msg"] == "MetricsReport" and line["dir"] == "send"]
+    assert {line["kind"] for line in sent} == {"registry"}, sent

@@ -41,18 +41,45 @@ def is_running(pid: int) -> bool:
     return proc is not None and proc.state != "Z"
 
 
+def direct_children() -> list[int] | None:
+    """This process's children, as the kernel lists them per thread in
+    /proc/self/task/<tid>/children; None where it does not (a kernel without
+    CONFIG_PROC_CHILDREN)."""
+    children: list[int] = []
+    listed = False
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children") as listing:
+                children.extend(int(pid) for pid in listing.read().split())
+            listed = True
+        except OSError:
+            continue  # a thread that ended meanwhile, or no such file on this kernel
+    return children if listed else None
+
+
 def reap_adopted(own_children: set[int]) -> None:
-    """Reap adopted orphans that exited, by pid, leaving our Popen children to Popen."""
-    me = os.getpid()
-    for pid in descendants(me):
+    """Reap adopted orphans that exited, by pid, leaving our Popen children to Popen.
+
+    Called every few tenths of a second by the supervisor, so it reads its own children's
+    list (two small files) rather than the stat of every process on the machine; a child that
+    is still running is left alone by `WNOHANG`."""
+    children = direct_children()
+    if children is None:  # no children list: find the exited ones among all processes
+        me = os.getpid()
+        children = [pid for pid in descendants(me)
+                    if (proc := _stat(pid)) is not None and proc.state == "Z"
+                    and proc.ppid == me]
+    for pid in children:
         if pid in own_children:
             continue
-        proc = _stat(pid)
-        if proc is not None and proc.state == "Z" and proc.ppid == me:
-            try:
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 LISTEN_STATE = "0A"

@@ -65,8 +65,8 @@ def reap_adopted(own_children: set[int]) -> None:
     """Reap adopted orphans that exited, by pid, leaving our Popen children to Popen.
 
     Called every few tenths of a second by the supervisor, so it reads its own children's
-    list (two small files) rather than the stat of every process on the machine; a child that
-    is still running is left alone by `WNOHANG`."""
+    list (a small file per thread) rather than the stat of every process on the machine; a
+    child that is still running is left alone by `WNOHANG`."""
     children = direct_children()
     if children is None:  # no children list: find the exited ones among all processes
         me = os.getpid()

@@ -70,9 +70,7 @@ def reap_adopted(own_children: set[int]) -> None:
     children = direct_children()
     if children is None:  # no children list: find the exited ones among all processes
         me = os.getpid()
-        children = [pid for pid in descendants(me)
-                    if (proc := _stat(pid)) is not None and proc.state == "Z"
-                    and proc.ppid == me]
+        children = [proc.pid for proc in all_stats() if proc.ppid == me and proc.state == "Z"]
     for pid in children:
         if pid in own_children:
             continue

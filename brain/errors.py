@@ -66,6 +66,8 @@ RequestInProgress = _error("request_in_progress", 409,
 IdempotencyAmbiguous = _error("idempotency_ambiguous", 409,
                               "the request with this Idempotency-Key was cut off unanswered")
 AlreadyAnswered = _error("already_answered", 409, "the host call was answered already")
+RequestTimeout = _error("request_timeout", 408,
+                        "the request body did not arrive within the server's time budget")
 PayloadTooLarge = _error("payload_too_large", 413, "the body exceeds this route's limit")
 UnsupportedMediaType = _error("unsupported_media_type", 415,
                               "a body that is not application/json")

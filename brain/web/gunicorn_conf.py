@@ -55,7 +55,7 @@ def child_exit(server: object, worker: object) -> None:
 
 
 bind = _settings.listen
-worker_class = "gevent"
+worker_class = "brain.web.gunicorn_worker.BrainGeventWorker"  # gevent, contract-shaped refusals
 workers = _settings.web_workers
 # One greenlet per connection: live SSE followers hold theirs for as long as they follow. An
 # idle follower costs a greenlet and a socket (a few KiB), so the bound is high: 2,000 idle

@@ -22,9 +22,14 @@ def is_public(path: str) -> bool:
     return path in PUBLIC_PATHS or path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/")
 
 
+def new_request_id() -> str:
+    """A request's id, `req_` and 32 hex digits, also for requests refused below the app."""
+    return "req_" + uuid.uuid4().hex
+
+
 class RequestIdMiddleware:
     def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
-        req.context.request_id = "req_" + uuid.uuid4().hex
+        req.context.request_id = new_request_id()
         resp.set_header("X-Request-Id", req.context.request_id)
         request_context.request_id.set(req.context.request_id)
         request_context.session_id.set(None)

@@ -1,14 +1,21 @@
-"""Reading request bodies: bounded size, JSON only, objects only."""
+"""Reading request bodies: bounded size, JSON only, objects only.
+
+A body comes with a Content-Length or chunked (`Transfer-Encoding: chunked`, which curl's
+`--data-binary @-` and many proxies send); both are read up to the same limit. gunicorn decodes
+the chunks; the body's time budget is kept by brain/web/timed_body.py.
+"""
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+import re
+from typing import IO, Any
 
 import falcon
 
 from brain import errors
+from brain.web.timed_body import stop_reading
 
 CREATE_BODY_LIMIT = 4 << 20
 MESSAGE_BODY_LIMIT = 1 << 20
@@ -31,13 +38,35 @@ def raw_body(req: falcon.Request, limit: int) -> bytes:
         return cached
     length = req.content_length
     if length is not None and length > limit:
+        stop_reading(req.env)
         raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
-    raw = req.bounded_stream.read(limit + 1) if (length or req.get_header("Transfer-Encoding")) \
-        else b""
+    stream = body_stream(req)
+    raw = stream.read(limit + 1) if stream is not None else b""
     if len(raw) > limit:
+        stop_reading(req.env)
         raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
     req.context.raw_body = raw
     return raw
+
+
+def is_chunked(req: falcon.Request) -> bool:
+    """Whether the body is sent in chunks. gunicorn refuses any other transfer coding and a
+    Content-Length beside this one, so there is nothing else to tell apart."""
+    return "chunked" in (req.get_header("Transfer-Encoding") or "").lower()
+
+
+def body_stream(req: falcon.Request) -> IO[bytes] | None:
+    """Where the body is read from, or None when there is none.
+
+    Falcon's `bounded_stream` stops at Content-Length, and so reads nothing of a chunked body,
+    which has none: that one is read from the server's own stream, which ends at its last
+    chunk.
+    """
+    if is_chunked(req) and req.content_length is None:
+        return req.stream
+    if req.content_length:
+        return req.bounded_stream
+    return None
 
 
 def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
@@ -47,8 +76,8 @@ def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False)
         if optional:
             return {}
         raise errors.InvalidRequest("a JSON body is required")
-    content_type = (req.content_type or "").split(";")[0].strip().lower()
-    if content_type and content_type != falcon.MEDIA_JSON:
+    content_type = media_type(req.content_type)
+    if content_type is not None and content_type != falcon.MEDIA_JSON:
         raise errors.UnsupportedMediaType("the body must be application/json")
     try:
         body = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
@@ -60,6 +89,20 @@ def read_json_object(req: falcon.Request, limit: int, *, optional: bool = False)
         raise errors.InvalidRequest("the body must be a JSON object")
     _check_storable(body)
     return body
+
+
+TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+MEDIA_TYPE = re.compile(rf"\s*({TOKEN}/{TOKEN})\s*(;.*)?", re.DOTALL)
+
+
+def media_type(header: str | None) -> str | None:
+    """`type/subtype` of a Content-Type, lower-cased; None when there is none to read (the body
+    is then read as JSON). A value that does not start with `type/subtype` (`;;;=`, `json`)
+    is not JSON whatever it meant, so it is returned as written, and refused."""
+    if header is None or not header.strip():
+        return None
+    match = MEDIA_TYPE.fullmatch(header)
+    return match.group(1).lower() if match else header
 
 
 def _not_json(name: str) -> Any:

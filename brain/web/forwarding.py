@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import falcon
 
+from brain.web.bodies import body_stream
 from brain.web.members import Convention, Member, unavailable
 
 SESSION_PREFIX = "/v1/sessions/"
@@ -62,8 +63,8 @@ def forward(req: falcon.Request, resp: falcon.Response, owner: Member, me: str) 
                         else http.client.HTTPConnection)
     connection = connection_class(target.hostname or "", target.port,
                                   timeout=CONNECT_TIMEOUT_SECS)
-    body = req.bounded_stream.read() if req.content_length or req.method in ("POST", "PUT") \
-        else b""
+    stream = body_stream(req)  # a chunked body too: it is sent on with a Content-Length
+    body = stream.read() if stream is not None else b""
     headers = {name: value for name, value in req.headers.items()
                if name.lower() not in HOP_BY_HOP}
     headers[FORWARDED_HEADER] = me

@@ -241,6 +241,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("member_url", "BRAIN_MEMBER_URL", None, _url,
             "the URL other members forward this member's sessions to",
             "`http://` + BRAIN_LISTEN"),
+    Setting("actor_secret_file", "BRAIN_ACTOR_SECRET_FILE", None, _optional_path,
+            "file holding the key every actor message is signed with (at least 32 bytes; refused "
+            "if every user may read it); a message without its signature is dropped unread. Set "
+            "it to one file copied to every member of a convention (docs/several-hosts.md)",
+            "`$BRAIN_DATA_DIR/actor.secret`, 32 random bytes generated at the first start "
+            "(mode 0600)"),
     Setting("web_workers", "BRAIN_WEB_WORKERS", 2, _positive_int, "gunicorn gevent workers"),
     Setting("agentloop_memory_mb", "BRAIN_AGENTLOOP_MEMORY_MB", 256, _positive_int,
             "linear memory limit of one Agentloop instance"),
@@ -299,6 +305,7 @@ class Settings:
     member: str | None
     convention: str | None
     member_url: str | None
+    actor_secret_file: Path | None
     web_workers: int
     agentloop_memory_mb: int
     segment_bytes: int

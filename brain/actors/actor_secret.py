@@ -1,0 +1,130 @@
+"""The actor secret: the key every Thespian frame of one Brain is signed with.
+
+Brain's actors exchange pickles over TCP, and unpickling runs code, so a frame must prove it
+comes from a process of this Brain before it is unpickled (brain/actors/thespian_auth.py). The
+proof is an HMAC keyed by this secret. Only processes that can read the secret can sign, so the
+secret lives where only Brain's own user can read it:
+
+- on a single host, `$BRAIN_DATA_DIR/actor.secret`, 32 random bytes, created mode 0600 at the
+  first start and kept across restarts;
+- in a convention of several hosts, the file BRAIN_ACTOR_SECRET_FILE names, the same bytes on
+  every member (the operator copies it there); Brain never creates that one.
+
+The boot process reads it before its admin forks, so the admin and every actor inherit it; a
+web worker reads it before its first ActorSystem call.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from pathlib import Path
+
+from brain.settings import Settings
+
+SECRET_FILE = "actor.secret"
+SECRET_BYTES = 32
+"""What Brain generates; a configured secret must be at least this long."""
+
+
+class ActorSecretError(RuntimeError):
+    """The actor secret cannot be read or made; the message is one line and never quotes it."""
+
+
+def actor_secret_path(settings: Settings) -> Path:
+    """Where this server's actor secret is: BRAIN_ACTOR_SECRET_FILE or the data dir's own."""
+    return settings.actor_secret_file or settings.data_path / SECRET_FILE
+
+
+def ensure_actor_secret(settings: Settings) -> bytes:
+    """The actor secret, generating the data dir's own at the first start.
+
+    A configured BRAIN_ACTOR_SECRET_FILE is only read: a member that made its own would sign
+    frames the other members drop.
+    """
+    if settings.actor_secret_file is not None:
+        return read_actor_secret(settings)
+    path = actor_secret_path(settings)
+    try:
+        return _read(path, follow_links=False)
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _create(path)
+    return _read(path, follow_links=False)
+
+
+def read_actor_secret(settings: Settings) -> bytes:
+    """The actor secret, which must exist already (a web worker starts after the boot process
+    has made it)."""
+    path = actor_secret_path(settings)
+    try:
+        return _read(path, follow_links=settings.actor_secret_file is not None)
+    except FileNotFoundError:
+        raise ActorSecretError(f"the actor secret {path} does not exist"
+                               + ("" if settings.actor_secret_file else
+                                  " (the actor system has not started on this data dir)")
+                               ) from None
+
+
+def _read(path: Path, follow_links: bool) -> bytes:
+    """The secret in `path`, refused when it is not a regular file, when every user may read
+    or write it, or when it is shorter than SECRET_BYTES. `follow_links`: a configured file
+    may be a link (secrets are often mounted so); the data dir's own never is."""
+    try:
+        fd = os.open(path, os.O_RDONLY | (0 if follow_links else os.O_NOFOLLOW))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ActorSecretError(f"the actor secret {path} cannot be read: {exc.strerror}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise ActorSecretError(f"the actor secret {path} is not a regular file")
+        if mode & (stat.S_IROTH | stat.S_IWOTH):
+            raise ActorSecretError(f"the actor secret {path} is readable or writable by every "
+                                   "user (mode %o); make it 0600" % stat.S_IMODE(mode))
+        with os.fdopen(os.dup(fd), "rb") as secret_file:
+            secret = secret_file.read()
+    finally:
+        os.close(fd)
+    if len(secret) < SECRET_BYTES:
+        raise ActorSecretError(f"the actor secret {path} holds {len(secret)} bytes; at least "
+                               f"{SECRET_BYTES} are needed (e.g. `head -c 32 /dev/urandom`)")
+    return secret
+
+
+def _create(path: Path) -> None:
+    """Write a new secret to `path` unless another process got there first.
+
+    The bytes go to a private temporary file first (O_EXCL, mode 0600, synced) that is then
+    linked to `path`: a reader never finds the secret file half written, and of two processes
+    creating it at once one wins and both read the winner's.
+    """
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        temporary.unlink()  # left by a crashed start of this pid's namesake; ours now
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(secrets.token_bytes(SECRET_BYTES))
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return  # another process made it first; its secret is the one
+        _sync_directory(path.parent)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,8 +1,8 @@
 """Refuse to patch a Thespian that Brain's fixes were not written for.
 
-Seven modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
+Eight modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
 thespian_reuse.py, thespian_select.py, thespian_receive.py, thespian_idle.py,
-thespian_wakeups.py, thespian_convention.py and thespian_identify.py; and
+thespian_wakeups.py, thespian_convention.py, thespian_identify.py and thespian_auth.py; and
 brain/web/reply_inbox.py sends through two private methods of Thespian's external endpoint
 (checked here under the name `reply_inbox`, like a patch). A private part can change in any
 release; a patch applied to a changed one would fail at the first message, or worse, quietly
@@ -29,6 +29,7 @@ DOCS = "docs/thespian-patches.md"
 
 TRANSPORT = "thespian.system.transport.TCPTransport"
 CONVENTION = "thespian.system.admin.convention"
+STREAM_BUFFER = "thespian.system.transport.streamBuffer"
 
 
 class ThespianMismatch(Exception):
@@ -102,6 +103,30 @@ PATCHES: dict[str, tuple[Relied, ...]] = {
         Relied("thespian.system.transport", "TransmitIntent.identify", ("self",)),
         Relied("thespian.system.transport", "ReceiveEnvelope.identify", ("self",)),
         Relied("thespian.system.transport", "ReceiveEnvelope.__str__", ("self",)),
+    ),
+    "thespian_exits": (
+        Relied("thespian.system.multiprocCommon", "MultiProcReplicator.childDied", ("self",)),
+        Relied("thespian.system.multiprocCommon", "ChildInfo.__init__",
+               ("self", "childAddr", "childClass", "childProc", "childNum")),
+        Relied("thespian.actors", "ChildActorExited.__init__", ("self", "exitedChildAddress")),
+    ),
+    "thespian_auth": (
+        Relied(TRANSPORT, "serializer"),  # the module-wide pickle every frame goes through
+        Relied(TRANSPORT, "ackMsg"),
+        Relied(TRANSPORT, "ackDataErrMsg"),
+        Relied(TRANSPORT, "TCPTransport.serializer", ("self", "intent")),
+        Relied(TRANSPORT, "TCPTransport._addedDataToIncoming",
+               ("self", "inc", "skipFinish", "has_exclusive_flag")),
+        Relied(TRANSPORT, "TCPTransport._next_XMIT_3", ("self", "intent")),
+        Relied(TRANSPORT, "TCPTransport._check_XMIT_4_done", ("self", "intent", "rcv")),
+        Relied(TRANSPORT, "TCPIncoming_Common.__init__", ("self", "rmtAddr", "baseSock",
+                                                          "rcvBuf")),
+        Relied(TRANSPORT, "TCPIncoming_Common.receivedAllData", ("self",)),
+        Relied(STREAM_BUFFER, "ReceiveBuffer.__init__", ("self", "serializer")),
+        Relied(STREAM_BUFFER, "ReceiveBuffer.completed", ("self",)),
+        Relied(STREAM_BUFFER, "toSendBuffer", ("A", "ser")),
+        Relied(STREAM_BUFFER, "ackPacket"),
+        Relied(STREAM_BUFFER, "ackDataErrPacket"),
     ),
     "reply_inbox": (  # brain/web/reply_inbox.py: send_confirmed runs the transmit itself
         Relied("thespian.system.systemBase", "ExternalOpsToActors._tx_to_actor",

@@ -1,4 +1,4 @@
-"""The symptoms Brain's seven Thespian patches fix, each reproduced in a process of its own.
+"""The symptoms Brain's eight Thespian patches fix, each reproduced in a process of its own.
 
 `python -m tests.support.thespian_scenarios NAME [--unpatched]` runs one scenario against the
 installed Thespian, with Brain's patch for it applied (through the function Brain applies it
@@ -16,9 +16,12 @@ constructor, whose I/O is replaced by recorders.
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
 import logging
+import pickle
 import selectors
+import socket
 import subprocess
 import sys
 import tempfile
@@ -308,6 +311,126 @@ def convention_nobody_else(patched: bool) -> dict[str, Any]:
     return {"raised": None, "answered": [hex(m.errorCode) for m in admin.answered]}
 
 
+class CreatesFile:
+    """Unpickling this creates a file: what an attacker would send to an actor's port."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.path, "a"))
+
+
+SCENARIO_SECRET = b"the secret of this scenario's own".ljust(32, b".")
+ANOTHER_SECRET = b"a secret this scenario never uses".ljust(32, b".")
+
+
+def thespian_frame(body: bytes) -> bytes:
+    """How Thespian frames a message on its TCP connections: `<length>>` and the body."""
+    return b"%d>" % len(body) + body
+
+
+def with_tag(secret: bytes, payload: bytes) -> bytes:
+    """A body as Brain signs one (an HMAC-SHA256 tag, then the pickle), keyed by `secret`."""
+    return hmac.digest(secret, payload, "sha256") + payload
+
+
+def _send_raw(receiver: tcp.TCPTransport, data: bytes) -> dict[str, Any]:
+    """Send `data` on a plain connection to `receiver`'s port while it listens: what it
+    answered before closing, and whether it delivered anything."""
+    received: list[Any] = []
+
+    def listen() -> None:
+        envelope = receiver.run(None, timedelta(seconds=1.0))
+        received.append(envelope.message if isinstance(envelope, ReceiveEnvelope) else None)
+
+    listener = threading.Thread(target=listen)
+    listener.start()
+    answer = b""
+    with socket.create_connection(receiver.myAddress.addressDetails.connectArgs[0],
+                                  timeout=3.0) as sock:
+        sock.sendall(data)
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except OSError:
+            pass
+    listener.join()
+    return {"answer": _describe_answer(answer), "delivered": received[0] is not None}
+
+
+def _describe_answer(answer: bytes) -> str:
+    """Which acknowledgement a frame got: `data-error` or `ack`, `signed` or not, or `none`."""
+    if not answer:
+        return "none"
+    for name, packet in (("data-error", "ACK+DATAERR"), ("ack", "ACK")):
+        payload = pickle.dumps(packet)
+        if answer.endswith(payload):
+            signed = answer == thespian_frame(with_tag(SCENARIO_SECRET, payload))
+            return f"{name}, {'signed' if signed else 'unsigned'}"
+    return "other"
+
+
+def _authenticate(patched: bool) -> None:
+    if patched:
+        from brain.actors.thespian_auth import authenticate_actor_messages
+
+        authenticate_actor_messages(SCENARIO_SECRET)
+
+
+def forged_message(patched: bool) -> dict[str, Any]:
+    """A pickle that creates a file when loaded, framed as Thespian frames a message, sent to an
+    endpoint's port by a process that is no actor: unsigned, then signed with another key; then a
+    message from a real endpoint. Thespian as it ships loads the pickle: the file is made."""
+    _authenticate(patched)
+    a, b = endpoint(), endpoint()
+    target = _fresh_file("created-by-a-message")
+    attack = pickle.dumps(CreatesFile(target))
+    unsigned = _send_raw(b, thespian_frame(attack))
+    wrong_key = _send_raw(b, thespian_frame(with_tag(ANOTHER_SECRET, attack)))
+    fits_after = None
+    if patched:
+        from brain.actors.thespian_fit import check_thespian
+
+        check_thespian()  # raises if the patched Thespian no longer reads as the one it fits
+        fits_after = True
+    return {"created": Path(target).exists(), "unsigned": unsigned, "wrong_key": wrong_key,
+            "then": transmit(a, b, "hello"), "fits_after": fits_after}
+
+
+def forged_reply(patched: bool) -> dict[str, Any]:
+    """An endpoint sends a message to a port where no actor listens but another process does,
+    which answers with a pickle that creates a file when loaded, signed with another key (or
+    unsigned): the sender reads it as the acknowledgement. Thespian as it ships loads it."""
+    _authenticate(patched)
+    a = endpoint()
+    impostor = socket.create_server(("127.0.0.1", 0))
+    target = _fresh_file("created-by-a-reply")
+    attack = pickle.dumps(CreatesFile(target))
+
+    def answer() -> None:
+        conn, _ = impostor.accept()
+        with conn:
+            conn.settimeout(3.0)
+            conn.recv(65536)  # the message (small: one recv)
+            conn.sendall(thespian_frame(with_tag(ANOTHER_SECRET, attack) if patched else attack))
+            time.sleep(0.5)
+
+    answering = threading.Thread(target=answer)
+    answering.start()
+    status: list[Any] = []
+    address = tcp.TCPTransport.getAddressFromString(impostor.getsockname())
+    a.scheduleTransmit(None, TransmitIntent(address, "hello",
+                                            onSuccess=lambda result, _: status.append(result),
+                                            onError=lambda result, _: status.append(result)))
+    began = time.monotonic()
+    while not status and time.monotonic() - began < 3.0:
+        a.run(TransmitOnly, timedelta(seconds=0.05))
+    answering.join()
+    impostor.close()
+    return {"created": Path(target).exists(), "status": str(status[0]) if status else None}
+
+
 def _fresh_file(name: str) -> str:
     """A path to a file not there yet, in a directory of its own."""
     return str(Path(tempfile.mkdtemp(prefix="brain-scenario-")) / name)
@@ -350,6 +473,8 @@ SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "identify-logged": lambda patched: identify(patched, log_file=_fresh_file("thespian.log")),
     "convention-forward": convention_forward,
     "convention-nobody-else": convention_nobody_else,
+    "forged-message": forged_message,
+    "forged-reply": forged_reply,
 }
 
 

@@ -22,6 +22,7 @@ import os
 import threading
 from pathlib import Path
 
+from brain.durable_dirs import make_dirs_durable
 from brain.journal import CorruptJournal
 from brain.journal.damage import Damage
 
@@ -72,7 +73,7 @@ def _claim(mark: Path, text: str) -> bool:
     whole under a private name and linked into place, which fails when it already exists."""
     if not mark.name or mark.name.startswith("."):
         return True
-    mark.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs_durable(mark.parent)
     temp = mark.with_name(f".{mark.name}.{os.getpid()}.{threading.get_ident()}")
     temp.write_text(text, encoding="utf-8")
     try:

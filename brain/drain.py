@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from brain.durable_dirs import make_dirs_durable
+
 
 def drain_marker(data_dir: Path) -> Path:
     return data_dir / "run" / "draining"
@@ -15,8 +17,8 @@ def drain_marker(data_dir: Path) -> Path:
 
 def start_draining(data_dir: Path) -> None:
     marker = drain_marker(data_dir)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
+    make_dirs_durable(marker.parent)
+    marker.touch(mode=0o600)
 
 
 def stop_draining(data_dir: Path) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 from pathlib import Path
 
+from brain.durable_dirs import create_durably, make_dirs_durable
 from brain.settings import Settings
 
 TOKEN_FILE = "operator.token"
@@ -20,16 +20,10 @@ def ensure_operator_token(settings: Settings) -> str:
         return _read(path)
     except FileNotFoundError:
         pass
-    settings.data_path.mkdir(parents=True, exist_ok=True)
+    make_dirs_durable(settings.data_path)
     token = "brain_" + secrets.token_urlsafe(32)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    if not create_durably(path, (token + "\n").encode("utf-8")):
         return _read(path)  # another process generated it first
-    with os.fdopen(fd, "w") as out:
-        out.write(token + "\n")
-        out.flush()
-        os.fsync(out.fileno())
     return token
 
 

@@ -22,6 +22,7 @@ import time
 from brain.actors.identity import read_run_record
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
+from brain.data_dir import prepare_data_dir
 from brain.drain import stop_draining
 from brain.operator_token import ensure_operator_token
 from brain.ports import local_host, port_is_free
@@ -46,7 +47,7 @@ def _settings(command: str) -> Settings | None:
     except (ConfigError, SettingError, ThespianMismatch) as exc:
         print(f"brain {command}: {exc}", file=sys.stderr)
         return None
-    settings.data_path.mkdir(parents=True, exist_ok=True)
+    prepare_data_dir(settings.data_path)
     ensure_operator_token(settings)
     return settings
 

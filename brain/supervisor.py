@@ -23,6 +23,7 @@ from brain.actors.data_dir_lock import DataDirTaken, data_dir_holder
 from brain.actors.identity import ACTOR_PORT_REFUSED
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
+from brain.data_dir import prepare_data_dir
 from brain.drain import start_draining, stop_draining
 from brain.operator_token import ensure_operator_token
 from brain.ports import local_host, port_is_free
@@ -330,7 +331,7 @@ def serve(gunicorn_config: str | None = None) -> int:
     if taken is not None:
         print(f"brain serve: {taken}", file=sys.stderr)
         return 2
-    settings.data_path.mkdir(parents=True, exist_ok=True)
+    prepare_data_dir(settings.data_path)
     holder = data_dir_holder(settings.data_path)
     if holder is not None:
         print(f"brain serve: {DataDirTaken(settings.data_path, holder)}", file=sys.stderr)

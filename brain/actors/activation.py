@@ -74,11 +74,12 @@ def agentloop_runtime(settings: Settings) -> Any:
     global _runtime
     if _runtime is None:
         from brain.agentloop import AgentloopRuntime
+        from brain.durable_dirs import make_dirs_durable
 
         # Compiled modules are cached as serialized bytes in a directory only Brain writes, so
         # a freshly forked session actor loads the Agentloop instead of compiling it again.
         cache_dir = wasm_cache_dir(settings)
-        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs_durable(cache_dir)
         _runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20,
                                     cache_dir=cache_dir)
     return _runtime

@@ -15,6 +15,7 @@ import os
 import struct
 from pathlib import Path
 
+from brain.durable_dirs import make_dirs_durable
 from brain.fds import close_fd
 
 BOARD_NAME = "admission"
@@ -30,7 +31,7 @@ class BoardWriter:
 
     def __init__(self, data_dir: Path) -> None:
         path = board_path(data_dir)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs_durable(path.parent)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
             os.ftruncate(fd, _LAYOUT.size)

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 
+from brain.actors.actor_secret import ActorSecretError, ensure_actor_secret
 from brain.actors.confine import confine_thespian
 from brain.actors.convention import (
     convention_capabilities,
@@ -50,6 +51,7 @@ from brain.actors.messages import (
 )
 from brain.actors.proctitle import name_thespian_processes
 from brain.actors.recovery_hand_over import hand_over_recoveries
+from brain.actors.thespian_auth import authenticate_actor_messages
 from brain.actors.thespian_convention import patch_forwarded_creates
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.actors.thespian_speedups import speed_up_message_path
@@ -296,6 +298,10 @@ def main() -> int:
         return refuse(str(exc))
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
     speed_up_message_path()  # the admin and every actor are forks of this process
+    try:  # every frame signed, and checked before it is unpickled (thespian_auth.py)
+        authenticate_actor_messages(ensure_actor_secret(settings))
+    except ActorSecretError as exc:
+        return refuse(str(exc))
     keep_admin_in_this_process_group()
     name_thespian_processes()
     try:

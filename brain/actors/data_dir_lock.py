@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import IO
 
+from brain.durable_dirs import PRIVATE_FILE_MODE, make_dirs_durable
+
 
 class DataDirTaken(RuntimeError):
     """Another running Brain holds this data dir."""
@@ -39,8 +41,9 @@ def hold_data_dir(data_path: Path) -> IO[str]:
     returned file open for as long as the server runs (closing it releases the lock).
     Raises DataDirTaken when another process holds it."""
     path = lock_path(data_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    owner = open(path, "a+", encoding="ascii")  # noqa: SIM115 - held open for the process's life
+    make_dirs_durable(path.parent)
+    owner = open(path, "a+", encoding="ascii",  # noqa: SIM115 - held open for the process's life
+                 opener=_private)
     try:
         fcntl.lockf(owner, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -53,6 +56,10 @@ def hold_data_dir(data_path: Path) -> IO[str]:
     owner.write(f"{os.getpid()}\n")
     owner.flush()
     return owner
+
+
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, PRIVATE_FILE_MODE)
 
 
 def data_dir_holder(data_path: Path) -> str | None:

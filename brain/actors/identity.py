@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brain.durable_dirs import make_dirs_durable, replace_durably
 from brain.settings import Settings
 
 IDENTITY_CAPABILITY = "Brain Identity"
@@ -82,12 +83,11 @@ def run_record_path(data_path: Path) -> Path:
 
 def write_run_record(settings: Settings, port: int) -> None:
     path = run_record_path(settings.data_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_dirs_durable(path.parent)
     body = {"actor_port": port, "actor_bind": settings.actor_bind,
             "identity": settings_identity(settings), "boot_pid": os.getpid()}
-    temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(body, indent=1) + "\n")
-    temporary.replace(path)  # readers see the old record or the new one, never half of one
+    # Readers see the old record or the new one, never half of one, even after a power cut.
+    replace_durably(path, (json.dumps(body, indent=1) + "\n").encode())
 
 
 def read_run_record(data_path: Path) -> ActorRecord | None:

@@ -44,6 +44,7 @@ from brain.actors.convention import (
 )
 from brain.actors.identity import IDENTITY_CAPABILITY, settings_identity
 from brain.actors.trace import TracedDispatcher
+from brain.durable_dirs import make_dirs_durable, replace_durably
 from brain.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -146,7 +147,5 @@ def recorded_members(record: Path) -> list[str]:
 def record_members(record: Path, members: dict[str, dict[str, Any]]) -> None:
     addresses = sorted({entry["admin_host_port"] for entry in members.values()
                         if entry.get("admin_host_port")} | set(recorded_members(record)))
-    record.parent.mkdir(parents=True, exist_ok=True)
-    temporary = record.with_suffix(".tmp")
-    temporary.write_text(json.dumps(addresses) + "\n")
-    temporary.replace(record)
+    make_dirs_durable(record.parent)
+    replace_durably(record, (json.dumps(addresses) + "\n").encode())

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brain.agentloop.kinds import COMPONENT, guest_kind
+from brain.durable_dirs import make_dirs_durable
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-dir", required=True, type=Path)
     parser.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
-    args.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs_durable(args.cache_dir)
     refused = 0
     for item in precompile(args.files, args.cache_dir):
         print(f"{item.action} {item.path} ({item.seconds:.2f} s)", flush=True)

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from brain.durable_dirs import make_dirs_durable
 from brain.environments.deadline import Deadline
 from brain.environments.errors import EnvironmentOpError
 from brain.environments.paths import confined_parts, open_parent, os_error
@@ -54,7 +55,7 @@ class LocalEnvironment:
             raise EnvironmentOpError("error", "environment root exists and is not a directory")
         created = not self.root.exists()
         try:
-            self.root.mkdir(mode=0o755, parents=True, exist_ok=True)
+            make_dirs_durable(self.root)  # 0700, like every directory of the data dir
         except OSError as exc:
             raise os_error(exc) from None
         self.detached = False
@@ -170,14 +171,15 @@ class LocalEnvironment:
 
 
 def _existing_mode(parent: int, name: str) -> int:
-    """Keep the permission bits of the file being replaced; new files get 0644."""
+    """Keep the permission bits of the file being replaced; new files get 0600 (private, like
+    everything in the data dir)."""
     try:
         info = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
-        return 0o644
+        return 0o600
     if stat.S_ISDIR(info.st_mode):
         raise EnvironmentOpError("error", "path is a directory")
-    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else 0o644
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else 0o600
 
 
 def _unlink_quietly(parent: int, name: str) -> None:

@@ -59,7 +59,7 @@ def confined_parts(root: Path, path: Any) -> list[str]:
 def open_parent(root: Path, parts: list[str], *, create: bool) -> int:
     """A descriptor of the directory holding `parts[-1]`, reached without following symlinks.
 
-    The caller closes it. With `create`, missing directories are made on the way (mode 0755).
+    The caller closes it. With `create`, missing directories are made on the way (mode 0700).
     """
     try:
         fd = os.open(root, DIR_FLAGS)
@@ -74,7 +74,7 @@ def open_parent(root: Path, parts: list[str], *, create: bool) -> int:
             except FileNotFoundError:
                 if not create:
                     raise
-                os.mkdir(part, 0o755, dir_fd=fd)
+                os.mkdir(part, 0o700, dir_fd=fd)
                 next_fd = os.open(part, DIR_FLAGS, dir_fd=fd)
             close_fd(fd)
             fd = next_fd

@@ -41,6 +41,7 @@ from typing import Any
 
 import cbor2
 
+from brain.durable_dirs import PRIVATE_FILE_MODE
 from brain.fds import close_fd
 from brain.journal.frames import FRAME_HEADER_SIZE, crc32c
 from brain.journal.history import SegmentDigest
@@ -135,7 +136,8 @@ def write_checkpoint(path: Path, cp: Checkpoint, projection: Projection) -> None
     """Replace the checkpoint atomically; a crash leaves the old one or the new one."""
     data = encode_checkpoint(cp, projection)
     temp = path.with_name(f"{path.name}.tmp.{os.getpid()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                 PRIVATE_FILE_MODE)
     try:
         try:
             view = memoryview(data)

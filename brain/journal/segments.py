@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from brain.durable_dirs import PRIVATE_FILE_MODE, fsync_dir
 from brain.fds import close_fd
 from brain.journal.errors import JournalError, JournalNotFound
 from brain.journal.frames import (
@@ -62,14 +63,6 @@ def list_segments(journal_dir: Path) -> list[Segment]:
     return found
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        close_fd(fd)
-
-
 def create_segment(journal_dir: Path, first_seq: int) -> Path:
     """Create a segment holding only its header, atomically: after a crash the file either does
     not exist or has a complete header. The directory is fsync'd so the name is durable."""
@@ -77,7 +70,8 @@ def create_segment(journal_dir: Path, first_seq: int) -> Path:
     if final.exists():
         raise JournalError(f"{final} already exists")
     temp = final.with_name(final.name + TEMP_SUFFIX)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+                 PRIVATE_FILE_MODE)
     try:
         header = encode_segment_header(first_seq)
         if os.write(fd, header) != len(header):

@@ -28,6 +28,7 @@ from typing import Any
 
 import google_crc32c
 
+from brain.durable_dirs import make_dirs_durable
 from brain.fds import close_fd
 from brain.journal.batch import length_before, number_batch
 from brain.journal.checkpoint import (
@@ -49,11 +50,7 @@ from brain.journal.frames import (
 from brain.journal.history import SegmentDigest
 from brain.journal.opening import JournalOpening
 from brain.journal.projection import Projection
-from brain.journal.segments import (
-    create_segment,
-    fsync_dir,
-    segment_name,
-)
+from brain.journal.segments import create_segment, segment_name
 from brain.journal.synced_mark import mark_synced
 
 log = logging.getLogger("brain.journal")
@@ -146,7 +143,7 @@ class JournalWriter(JournalOpening):
         if checkpoint_path is _DEFAULT:
             checkpoint_path = self.journal_dir.parent / CHECKPOINT_NAME
         self._checkpoint_path = Path(checkpoint_path) if checkpoint_path is not None else None
-        _make_dir(self.journal_dir)
+        make_dirs_durable(self.journal_dir)
         self._lock()
         try:
             self._recover(project, history_from)
@@ -366,21 +363,6 @@ def _write_at(fd: int, data: bytes, offset: int) -> None:
     while view:
         written = os.pwrite(fd, view, offset)
         view, offset = view[written:], offset + written
-
-
-def _make_dir(path: Path) -> None:
-    """mkdir -p, fsyncing each parent whose entry we created so the directory is durable."""
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir()
-        except FileExistsError:
-            continue
-        fsync_dir(directory.parent)
 
 
 def _after_fork_in_child() -> None:

@@ -48,7 +48,7 @@ def mark_following(live: Path, session_id: str, socket_name: str) -> None:
     if folder is None:
         return
     for _ in range(MARK_ATTEMPTS):
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)  # per run: lost with it
         try:
             (folder / socket_name).touch()
             return

@@ -252,7 +252,7 @@ class SessionSpans:
             (self.resumed[1] if self.resumed is not None else None)
         if parent is not None:
             try:
-                self.kept.mkdir(parents=True, exist_ok=True)
+                self.kept.mkdir(parents=True, exist_ok=True, mode=0o700)  # per run only
                 (self.kept / session_id).write_text(f"{turn} {parent}\n")
             except OSError:
                 pass  # tracing never takes Brain down: the resumed part is a trace of its own

@@ -12,6 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
+from brain.durable_dirs import make_dirs_durable
 from brain.fds import close_fd
 
 PREFIX = "bst_"
@@ -25,7 +26,7 @@ def issue_session_token(session_dir: Path) -> str:
     session_id = session_dir.name
     token = f"{PREFIX}{session_id}_{secrets.token_hex(32)}"  # hex: no "_" inside
     credentials = session_dir / "credentials"
-    credentials.mkdir(mode=0o700, exist_ok=True)
+    make_dirs_durable(credentials, parents=False)  # a deleted session is not made again
     path = credentials / _digest(token)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from brain.durable_dirs import make_dirs_durable
 from brain.errors import IdempotencyAmbiguous, IdempotencyConflict, RequestInProgress
 from brain.fds import close_fd
 from brain.web.idempotency_claims import (
@@ -289,7 +290,7 @@ class IdempotencyStore:
 
     def _open(self) -> sqlite3.Connection:
         """Open, set WAL + FULL sync, create the schema; SQLite's busy_timeout covers setup."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs_durable(self.path.parent)
         created = not self.path.exists()
         conn = sqlite3.connect(
             self.path,

@@ -26,6 +26,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from brain.durable_dirs import make_dirs_durable
 from brain.live.followers import forget_follower, live_dir, mark_following
 from brain.web.background import gevent_active, spawn_background
 from brain.web.session_tail import SessionTail
@@ -72,7 +73,7 @@ class LiveHub:
         """Bind this worker's socket and start reading hints (call once, in the worker)."""
         if self._sock is not None:
             return
-        self._dir.mkdir(parents=True, exist_ok=True)
+        make_dirs_durable(self._dir)
         self.path = self._dir / f"w{os.getpid()}-{os.urandom(4).hex()}.sock"
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(str(self.path))

@@ -22,6 +22,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from brain import errors, request_context
+from brain.actors.actor_secret import ActorSecretError, read_actor_secret
 from brain.actors.confine import confine_thespian
 from brain.actors.convention import member_requirements, registry_global_name
 from brain.actors.identity import (
@@ -31,6 +32,7 @@ from brain.actors.identity import (
     settings_identity,
 )
 from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
+from brain.actors.thespian_auth import authenticate_actor_messages
 from brain.actors.thespian_identify import describe_messages_lazily
 from brain.ports import local_host
 from brain.settings import Settings
@@ -62,6 +64,10 @@ class ActorGateway:
             confine_thespian(self._settings.actor_bind,
                              convention=self._settings.member is not None)
             describe_messages_lazily()  # every request sends; see thespian_identify.py
+            try:  # every frame signed and checked, as the actors do (thespian_auth.py)
+                authenticate_actor_messages(read_actor_secret(self._settings))
+            except ActorSecretError as exc:
+                raise errors.Internal(f"the actor system cannot be reached: {exc}") from None
             from thespian.actors import ActorSystem
 
             from brain.actors.registry import Registry

@@ -21,6 +21,7 @@ import secrets
 import stat
 from pathlib import Path
 
+from brain.durable_dirs import create_durably, make_dirs_durable
 from brain.settings import Settings
 
 SECRET_FILE = "actor.secret"
@@ -50,8 +51,11 @@ def ensure_actor_secret(settings: Settings) -> bytes:
         return _read(path, follow_links=False)
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    _create(path)
+    make_dirs_durable(path.parent)
+    # Complete before it has its name (a private temporary, fsynced, then linked; the directory
+    # fsynced): a reader never finds it half written, and of two processes making it at once,
+    # one wins and both read the winner's.
+    create_durably(path, secrets.token_bytes(SECRET_BYTES))
     return _read(path, follow_links=False)
 
 
@@ -93,38 +97,3 @@ def _read(path: Path, follow_links: bool) -> bytes:
         raise ActorSecretError(f"the actor secret {path} holds {len(secret)} bytes; at least "
                                f"{SECRET_BYTES} are needed (e.g. `head -c 32 /dev/urandom`)")
     return secret
-
-
-def _create(path: Path) -> None:
-    """Write a new secret to `path` unless another process got there first.
-
-    The bytes go to a private temporary file first (O_EXCL, mode 0600, synced) that is then
-    linked to `path`: a reader never finds the secret file half written, and of two processes
-    creating it at once one wins and both read the winner's.
-    """
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.new")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        temporary.unlink()  # left by a crashed start of this pid's namesake; ours now
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(secrets.token_bytes(SECRET_BYTES))
-            out.flush()
-            os.fsync(out.fileno())
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            return  # another process made it first; its secret is the one
-        _sync_directory(path.parent)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -15,7 +15,6 @@ from typing import IO, Any
 import falcon
 
 from brain import errors
-from brain.web.timed_body import stop_reading
 
 CREATE_BODY_LIMIT = 4 << 20
 MESSAGE_BODY_LIMIT = 1 << 20
@@ -32,18 +31,21 @@ def human_size(limit: int) -> str:
 
 
 def raw_body(req: falcon.Request, limit: int) -> bytes:
-    """The request body, read once (idempotency fingerprints and JSON parsing share it)."""
+    """The request body, read once (idempotency fingerprints and JSON parsing share it).
+
+    Past `limit` the rest is left unread: gunicorn reads and discards it after the 413, for
+    at most its `keepalive` seconds, so the client is not cut off (a reset) mid-send before it
+    reads the answer.
+    """
     cached = req.context.get("raw_body")
     if cached is not None:
         return cached
     length = req.content_length
     if length is not None and length > limit:
-        stop_reading(req.env)
         raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
     stream = body_stream(req)
     raw = stream.read(limit + 1) if stream is not None else b""
     if len(raw) > limit:
-        stop_reading(req.env)
         raise errors.PayloadTooLarge(f"the body exceeds {limit} bytes")
     req.context.raw_body = raw
     return raw

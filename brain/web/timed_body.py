@@ -7,9 +7,9 @@ The worker (brain/web/gunicorn_worker.py) wraps every request's body in a `Timed
 read waits at most for what is left of the budget, counted from the moment the head was read.
 
 A read that runs out of time raises `errors.RequestTimeout` (408); a chunked body gunicorn
-cannot parse raises the contract's 400. Either way, and whenever the app gives up on a body
-(`stop_reading`, e.g. a 413), the connection is closed after the answer: where the next request
-would start is unknown, and draining the rest could take as long as the client wants.
+cannot parse raises the contract's 400. Either way the connection is closed after the answer:
+where the next request would start is unknown, and waiting for the rest is what the budget
+refuses.
 """
 
 from __future__ import annotations
@@ -54,8 +54,7 @@ class TimedBody:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._body, name)  # `failed` and the like, read by gunicorn's parser
 
-    def stop_reading(self) -> None:
-        """The app answers without the rest of the body: close the connection after it."""
+    def _close_after_answer(self) -> None:
         self._request.must_close = True
 
     def _timed(self, read: Any, size: int | None) -> Any:
@@ -71,19 +70,13 @@ class TimedBody:
                 raise
             raise self._timed_out() from None
         except ParseException as exc:
-            self.stop_reading()
+            self._close_after_answer()
             raise refusal(exc) from None
         finally:
             timer.close()
 
     def _timed_out(self) -> errors.BrainError:
-        self.stop_reading()
+        self._close_after_answer()
         return errors.RequestTimeout(
             f"the request body did not arrive within {self.budget_secs:g} s")
 
-
-def stop_reading(environ: dict[str, Any]) -> None:
-    """Close the connection after this answer if its body is left unread (no-op elsewhere)."""
-    body = environ.get("wsgi.input")
-    if isinstance(body, TimedBody):
-        body.stop_reading()

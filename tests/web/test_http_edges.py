@@ -56,19 +56,21 @@ def test_a_chunked_create_body_is_read(server: BrainServer) -> None:
     assert answer.json()["config"]["metadata"] == {"sent": "in chunks"}
 
 
-def test_a_chunked_body_over_the_limit_is_413_and_the_connection_closes(
+def test_a_chunked_body_over_the_limit_is_413_and_the_connection_stays_usable(
         server: BrainServer) -> None:
     sid = server.create_session()["id"]
-    # Every byte but the last chunk: the server stops at limit + 1, and nothing sent is left
-    # unread to turn its close into a reset.
-    oversized = chunked(b" " * (SMALL_BODY_LIMIT + 1), piece=4096)[:-len(b"0\r\n\r\n")]
+    body = chunked(b" " * (SMALL_BODY_LIMIT + 1), piece=4096)
+    last_chunk = b"0\r\n\r\n"
     with connect(server.port) as sock:
         sock.sendall(head(server, "POST", f"/v1/sessions/{sid}/cancel",
-                          "Transfer-Encoding: chunked") + oversized)
+                          "Transfer-Encoding: chunked") + body[:-len(last_chunk)])
         answer = read_answer(sock)
-    assert answer.status == 413, answer
-    assert answer.error()["code"] == "payload_too_large"
-    assert answer.closed
+        assert answer.status == 413, answer
+        assert answer.error()["code"] == "payload_too_large"
+        # The rest of the body is read and dropped, and the connection serves on.
+        sock.sendall(last_chunk + f"GET /healthz HTTP/1.1\r\nHost: {server.port}\r\n\r\n"
+                     .encode())
+        assert read_answer(sock).status == 200
 
 
 def test_a_malformed_chunk_is_400(server: BrainServer) -> None:

@@ -110,6 +110,14 @@ PARSER_REFUSALS = {
                               + b"X-A: a\r\n b\r\n\r\n", 400),
     "unsupported transfer coding": (b"POST /v1/sessions HTTP/1.1\r\n" + HOST
                                     + b"Transfer-Encoding: gzip\r\n\r\n", 400),
+    "more than 100 header fields": (b"GET /healthz HTTP/1.1\r\n" + HOST
+                                    + b"".join(b"X-%d: a\r\n" % i for i in range(101))
+                                    + b"\r\n", 431),
+    "Expect other than 100-continue": (b"POST /v1/sessions HTTP/1.1\r\n" + HOST
+                                       + b"Expect: 200-ok\r\nContent-Length: 2\r\n\r\n{}",
+                                       417),
+    "control character in a header value": (b"GET /healthz HTTP/1.1\r\n" + HOST
+                                            + b"X-A: a\x07b\r\n\r\n", 400),
     "garbage request line": (b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n", 400),
 }
 

@@ -17,6 +17,8 @@ COUNTERS: dict[str, str] = {
     "brain_effects_total": "effect terminals committed, by kind and outcome",
     "brain_journal_opens_total": "session journals opened by session actors, by how: kept (a "
                                  "writer taken up again) or recovered (a full open)",
+    "brain_actor_exits_total": "actor processes that exited without being asked to (killed or "
+                               "crashed), by actor; each was replaced and its work settled",
 }
 COMMIT_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5)
 TURN_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,

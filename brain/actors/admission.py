@@ -23,6 +23,7 @@ from typing import Any
 
 from brain.actors.messages import (
     CreateSession,
+    EffectsLost,
     ExpireTurn,
     Outcomes,
     Recover,
@@ -33,10 +34,10 @@ from brain.actors.messages import (
 )
 
 Waiting = list[tuple[ToSession, Any]]
-OWED = (RunAdmitted, Recover, Outcomes, ExpireTurn, WebhookRecord)
+OWED = (RunAdmitted, Recover, Outcomes, EffectsLost, ExpireTurn, WebhookRecord)
 """Work Brain owes a session whatever the load: never refused, never expired (an outcome or a
 deadline of a suspended turn is owed to the turn as an admitted one is; so is the record of a
-webhook delivery)."""
+webhook delivery, and the settling of effects a dead executor held)."""
 NEW_WORK = (CreateSession, StartTurn)
 """Work that takes on memory, refused while the memory budget is exhausted
 (brain/memory_budget.py); cancels, ends and deletes give memory back and always pass."""

@@ -2,8 +2,11 @@
 
 Started by `brain serve` as a plain (non-gevent) process, so that the Thespian admin is forked
 from here and never from a gunicorn worker or master (stack hazard 1). It creates the
-Registry, asks it to recover sessions a crash left running, prints `ready <actor port>` and waits
-for SIGTERM, then shuts the actor system down. With BRAIN_ACTOR_PORT unset it picks a free port
+ActorSupervisor, which creates the Registry and every shared actor and replaces any of them that
+dies; asks the registry to recover sessions a crash left running, prints `ready <actor port>` and
+waits for SIGTERM, then shuts the actor system down. It exits non-zero at once (and
+`brain serve` with it) when an actor that cannot be replaced dies: the registry, or the
+supervisor itself. With BRAIN_ACTOR_PORT unset it picks a free port
 itself, just before the admin binds it; it never joins an admin of another data dir
 (brain/actors/identity.py).
 """
@@ -26,6 +29,7 @@ from brain.actors.convention import (
     prepare_convention_checkins,
     registry_global_name,
     roster_global_name,
+    supervisor_global_name,
 )
 from brain.actors.data_dir_lock import DataDirTaken, hold_data_dir
 from brain.actors.identity import (
@@ -38,23 +42,23 @@ from brain.actors.identity import (
     write_run_record,
 )
 from brain.actors.messages import (
-    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
-    HOST_DISPATCHER_GLOBAL_NAME,
-    METRICS_GLOBAL_NAME,
-    MODEL_EXECUTOR_GLOBAL_NAME,
-    REGISTRY_GLOBAL_NAME,
-    TOOL_EXECUTOR_GLOBAL_NAME,
     WEBHOOK_EXECUTOR_GLOBAL_NAME,
     FillPool,
+    ProcessIs,
     ResumeWebhooks,
-    Services,
+    ServerMustStop,
+    SharedActorsStarted,
+    StartSharedActors,
+    WhichProcess,
 )
 from brain.actors.proctitle import name_thespian_processes
 from brain.actors.recovery_hand_over import hand_over_recoveries
 from brain.actors.thespian_auth import authenticate_actor_messages
 from brain.actors.thespian_convention import patch_forwarded_creates
+from brain.actors.thespian_exits import tell_how_children_exit
 from brain.actors.thespian_fit import ThespianMismatch, check_thespian
 from brain.actors.thespian_speedups import speed_up_message_path
+from brain.data_dir import keep_files_private
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.procstat import ProcStat, all_stats, read_stat
@@ -105,9 +109,10 @@ def precompile_agentloops(settings: Settings) -> None:
     from brain.actors.activation import wasm_cache_dir
     from brain.actors.registry_forks import configured_modules
     from brain.agentloop.precompile import precompile_in_child
+    from brain.durable_dirs import make_dirs_durable
 
     cache_dir = wasm_cache_dir(settings)
-    cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs_durable(cache_dir)
     try:
         said = precompile_in_child(list(configured_modules(settings)), cache_dir)
     except Exception:
@@ -117,49 +122,28 @@ def precompile_agentloops(settings: Settings) -> None:
         (log.warning if line.startswith("refused") else log.info)("agentloop: %s", line)
 
 
-def create_singletons(asys: object) -> dict[str, object]:
-    """Create every shared actor here, owned by the actor system itself.
+def start_shared_actors(asys: object, supervisor_name: str, registry_name: str
+                        ) -> tuple[object, dict[str, object]]:
+    """Create the ActorSupervisor, and through it the registry and every shared actor.
 
-    Thespian makes an actor the child of whoever creates it first, and an exiting actor takes
-    its children with it. Were a session actor (released after each turn) the first to ask for
-    an executor, its release would kill the executor under every other session's feet.
+    The supervisor creates each with its global name, so the admin owns it (were a session
+    actor, released after each turn, its parent, its release would kill it under every other
+    session's feet), and Thespian tells the supervisor when it exits: it then replaces it and
+    settles what it held (brain/actors/actor_supervisor.py). Answered with every real address;
+    the registry and the executors have theirs before this returns.
     """
-    from brain.actors.environment_executor import EnvironmentExecutor
-    from brain.actors.host_dispatcher import HostDispatcher
-    from brain.actors.metrics_actor import MetricsActor
-    from brain.actors.model_executor import ModelExecutor
-    from brain.actors.tool_executor import ToolExecutor
-    from brain.actors.webhook_executor import WebhookExecutor
+    from brain.actors.actor_supervisor import ActorSupervisor
 
-    return {
-        name: asys.createActor(actor, globalName=name)  # type: ignore[attr-defined]
-        for actor, name in ((ModelExecutor, MODEL_EXECUTOR_GLOBAL_NAME),
-                            (ToolExecutor, TOOL_EXECUTOR_GLOBAL_NAME),
-                            (EnvironmentExecutor, ENVIRONMENT_EXECUTOR_GLOBAL_NAME),
-                            (HostDispatcher, HOST_DISPATCHER_GLOBAL_NAME),
-                            (MetricsActor, METRICS_GLOBAL_NAME),
-                            (WebhookExecutor, WEBHOOK_EXECUTOR_GLOBAL_NAME))
-    }
+    supervisor = asys.createActor(ActorSupervisor,  # type: ignore[attr-defined]
+                                  globalName=supervisor_name)
+    started = asys.ask(supervisor, StartSharedActors(registry_name),  # type: ignore[attr-defined]
+                       SHARED_START_TIMEOUT_SECS)
+    if not isinstance(started, SharedActorsStarted):
+        raise RuntimeError("the shared actors did not start in time")
+    return supervisor, started.addresses
 
 
-SERVICE_USERS = (MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME,
-                 ENVIRONMENT_EXECUTOR_GLOBAL_NAME, WEBHOOK_EXECUTOR_GLOBAL_NAME)
-"""Shared actors that send to other shared actors (the executors offer host calls to the
-HostDispatcher, and send parked effects' outcomes and webhook delivery records to the
-registry); like the registry, they get every resolved address from here."""
-
-
-def hand_out_services(asys: object, registry: object, services: dict[str, object]) -> None:
-    """Tell the registry (for session actors) and the executors every shared actor's address.
-
-    Nobody but this process resolves a global name (docs/decisions.md, Thespian). These tells
-    leave before `ready` is printed, so before gunicorn starts and any session can exist; an
-    executor that somehow has no dispatcher address yet fails a host call with `error`, unsent.
-    """
-    with_registry = Services({**services, REGISTRY_GLOBAL_NAME: registry})
-    for user in SERVICE_USERS:
-        asys.tell(services[user], with_registry)  # type: ignore[attr-defined]
-    asys.tell(registry, Services(services))  # type: ignore[attr-defined]
+SHARED_START_TIMEOUT_SECS = 60.0
 
 
 def watch_convention(asys: object, member: str) -> None:
@@ -279,6 +263,26 @@ def _same_process_running(proc: ProcStat) -> bool:
     return now.start_time == proc.start_time and now.running
 
 
+def process_of(asys: object, actor: object) -> ProcStat | None:
+    """The process of `actor` (it answers WhichProcess), to watch it from here."""
+    answer = asys.ask(actor, WhichProcess(), 10.0)  # type: ignore[attr-defined]
+    if not isinstance(answer, ProcessIs):
+        return None
+    try:
+        return read_stat(answer.pid)
+    except OSError:
+        return None
+
+
+SERVER_MUST_STOP = 3
+"""The boot process's exit code when an actor that cannot be replaced died."""
+
+
+def server_must_stop(reason: str) -> int:
+    print(f"brain serve: {reason}", file=sys.stderr, flush=True)
+    return SERVER_MUST_STOP
+
+
 def refuse(message: str) -> int:
     print(f"brain serve: {message}; refusing to start", file=sys.stderr, flush=True)
     return ACTOR_PORT_REFUSED
@@ -289,6 +293,7 @@ def main() -> int:
     # drains the web first, then sends SIGTERM here). The admin and the logger, forked below,
     # inherit the ignored SIGINT; actors install Thespian's own handlers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_files_private()  # inherited from `brain serve`/`brain actors`; set again if run alone
     settings = Settings.from_env()
     configure_root(logging.WARNING)
     prepare_convention_checkins(settings)  # before Thespian's admin module is imported
@@ -298,6 +303,7 @@ def main() -> int:
         return refuse(str(exc))
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
     speed_up_message_path()  # the admin and every actor are forks of this process
+    tell_how_children_exit()  # a supervisor's exit notices name the pid and the signal
     try:  # every frame signed, and checked before it is unpickled (thespian_auth.py)
         authenticate_actor_messages(ensure_actor_secret(settings))
     except ActorSecretError as exc:
@@ -319,8 +325,6 @@ def main() -> int:
         patch_forwarded_creates()
     from thespian.actors import ActorSystem
 
-    from brain.actors.registry import Registry
-
     asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings, port),
                        logDefs=thespian_log_defs(THESPIAN_LOGGING))
     reap_exited_children()
@@ -331,9 +335,10 @@ def main() -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        registry = asys.createActor(Registry, globalName=registry_global_name(settings.member))
-        services = create_singletons(asys)
-        hand_out_services(asys, registry, services)
+        supervisor, services = start_shared_actors(asys, supervisor_global_name(settings.member),
+                                                   registry_global_name(settings.member))
+        registry = services[registry_global_name(settings.member)]
+        watched = process_of(asys, supervisor)
         fill_session_pool(asys, registry)
         if settings.member is not None:
             watch_convention(asys, settings.member)
@@ -344,7 +349,13 @@ def main() -> int:
                       ResumeWebhooks(scan.webhooks))
         write_run_record(settings, port)
         print(f"ready {port}", flush=True)
-        while not stop.wait(1.0):
+        while not stop.is_set():
+            told = asys.listen(1.0)  # type: ignore[attr-defined]
+            if isinstance(told, ServerMustStop):
+                return server_must_stop(told.reason)
+            if watched is None or not _same_process_running(watched):
+                return server_must_stop("the actor supervisor exited, so no actor that dies "
+                                        "can be replaced; Brain stops so that it starts again")
             reap_exited_children()
     finally:
         remove_run_record(settings.data_path)

@@ -29,12 +29,18 @@ MEMBER_CAPABILITY = "Brain Member"
 FRONT_END_CAPABILITY = "Brain Front End"
 CONVENTION_CAPABILITY = "Convention Address.IPv4"  # Thespian's own name for the leader's admin
 ROSTER_GLOBAL_NAME = "brain.roster"
+SUPERVISOR_GLOBAL_NAME = "brain.supervisor"
 MEMBER_SEPARATOR = "-"
 
 
 def registry_global_name(member: str | None) -> str:
     """The registry's global name: one per actor system, so unique per member in a convention."""
     return REGISTRY_GLOBAL_NAME if member is None else f"{REGISTRY_GLOBAL_NAME}.{member}"
+
+
+def supervisor_global_name(member: str | None) -> str:
+    """The ActorSupervisor's global name, unique per member like the registry's."""
+    return SUPERVISOR_GLOBAL_NAME if member is None else f"{SUPERVISOR_GLOBAL_NAME}.{member}"
 
 
 def roster_global_name(member: str) -> str:

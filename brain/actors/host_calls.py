@@ -18,7 +18,7 @@ from typing import Any
 from brain.actors.effect_messages import CancelEffect
 from brain.actors.executor import ExecutorActor
 from brain.actors.host_call_messages import HostCallOffer, HostCallVerdict, HostCancel
-from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME
+from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, SharedActorReplaced
 from brain.host import CANCEL_GRACE_SECS, HostCallFailed, HostRunner, call_id_of
 
 VERDICT_MARGIN_SECS = 3.0
@@ -82,6 +82,18 @@ class HostCallingExecutor(ExecutorActor):
         else:
             self._offered.add(offer.call_id)
             self.send(dispatcher, offer)
+
+    def receiveMsg_SharedActorReplaced(self, msg: SharedActorReplaced, sender: Any) -> None:
+        """A dead HostDispatcher took the calls offered to it along: each ends `unknown` (a host
+        may have carried it out), and later calls go to its replacement."""
+        self.receiveMsg_Services(msg, sender)
+        if msg.name != HOST_DISPATCHER_GLOBAL_NAME:
+            return
+        for call_id in sorted(self._offered):
+            self._settle(HostCallVerdict(call_id, outcome="unknown",
+                                         message="the host dispatcher exited while this call "
+                                                 "was offered; a host may have carried it out"))
+        self._offered.clear()
 
     def receiveMsg_HostCallVerdict(self, msg: HostCallVerdict, sender: Any) -> None:
         self._offered.discard(msg.call_id)

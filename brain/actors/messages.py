@@ -120,6 +120,18 @@ class Outcomes(Message):
 
 
 @dataclass(frozen=True)
+class EffectsLost(Message):
+    """Registry → session actor: the shared actor `actor` (a global name) exited, and the
+    effects of `kinds` it held went with it. Each such effect the session still waits for ends
+    `unknown` (it may have happened; it is never sent again), as after a restart, so the
+    Agentloop sees an outcome and the turn goes on to its end. Delivered like a command, so the
+    registry's count stays exact; nobody waits for an answer, and it is never refused."""
+
+    actor: str
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ExpireTurn(Message):
     """Registry → session actor: the turn `turn`, suspended, passed BRAIN_MAX_TURN_SECS while
     no actor held it (the registry keeps suspended turns' deadlines)."""
@@ -171,7 +183,7 @@ class ResumeWebhooks(Message):
 
 
 Command = (CreateSession | StartTurn | CancelTurn | EndSession | DeleteSession | Recover
-           | RunAdmitted | Outcomes | ExpireTurn | WebhookRecord)
+           | RunAdmitted | Outcomes | EffectsLost | ExpireTurn | WebhookRecord)
 
 
 @dataclass(frozen=True)
@@ -194,6 +206,67 @@ class Services(Message):
     """
 
     addresses: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SharedActorReplaced(Services):
+    """Boot → registry and the executors: the shared actor `name` (a global name) exited and
+    a new one took its place; `addresses` are every shared actor's, the new one's included.
+
+    A subclass of Services, so an actor with nothing to settle just takes the addresses. The
+    registry also settles what the dead actor held (`EffectsLost`); an executor whose host
+    calls went to a dead HostDispatcher settles those (brain/actors/host_calls.py).
+    """
+
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class WhichProcess(Message):
+    """Anyone → any Brain actor: answered with a ProcessIs (the supervisor learns a new
+    actor's real address this way; a readiness probe learns that the actor answers)."""
+
+    name: str = ""  # echoed back, to tell the answers apart
+
+
+@dataclass(frozen=True)
+class ProcessIs(Message):
+    pid: int
+    role: str  # the actor's trace name: "model_executor", "registry", ...
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class StartSharedActors(Message):
+    """Boot → ActorSupervisor, once: create the registry and every shared actor, watch them,
+    and answer SharedActorsStarted. `registry`: the registry's global name on this member."""
+
+    registry: str
+
+
+@dataclass(frozen=True)
+class SharedActorsStarted(Message):
+    addresses: dict[str, Any]  # every shared actor's real address, by global name
+
+
+@dataclass(frozen=True)
+class WhereAre(Message):
+    """Web → ActorSupervisor: answered with ActorsAre. Web workers find the shared actors this
+    way instead of by global name, which would create one that is missing, unsupervised."""
+
+
+@dataclass(frozen=True)
+class ActorsAre(Message):
+    addresses: dict[str, Any]  # the live shared actors (the registry included), by global name
+    missing: tuple[str, ...]  # roles of shared actors that are dead or being replaced now
+
+
+@dataclass(frozen=True)
+class ServerMustStop(Message):
+    """ActorSupervisor → boot: an actor that cannot be replaced safely (the registry) died;
+    `reason` is the one line `brain serve` prints before it exits non-zero."""
+
+    reason: str
 
 
 @dataclass(frozen=True)

@@ -43,12 +43,15 @@ from brain.actors.admission_board import BoardWriter
 from brain.actors.admitted_starts import DeferredStarts
 from brain.actors.convention import accepts_member
 from brain.actors.effect_messages import EffectDone, OutcomeBatch, ParkAll
+from brain.actors.exit_status import exit_status
+from brain.actors.lost_effects import EFFECTS_HELD_BY
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     AdmittedTurns,
     Delivered,
+    EffectsLost,
     ExpireTurn,
     MetricsReport,
     Outcomes,
@@ -60,6 +63,7 @@ from brain.actors.messages import (
     ReportRelease,
     RunAdmitted,
     Services,
+    SharedActorReplaced,
     ToSession,
     WebhookRecord,
 )
@@ -144,6 +148,7 @@ class Registry(PoolForks, TracedDispatcher):
         self._deferred = DeferredStarts()  # admitted turns held back during a burst
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
         self._suspended = SuspendedTurns()  # the turns of sessions no actor holds
+        self._retired: list[Any] = []  # session actors asked to exit, until they have
         self._on_timer: dict[type, Callable[[], None]] = {
             FlushMetrics: self._flush_metrics,
             ForkForBacklog: self._fork_for_backlog,
@@ -156,6 +161,21 @@ class Registry(PoolForks, TracedDispatcher):
     def receiveMsg_Services(self, msg: Services, sender: Any) -> None:
         self._services = dict(msg.addresses)
 
+    def receiveMsg_SharedActorReplaced(self, msg: SharedActorReplaced, sender: Any) -> None:
+        """An executor died and boot replaced it: from now on every delivery names the new
+        one, and every session that may wait for an effect the dead one held is told so
+        (`EffectsLost`) before any later command reaches it. A session an actor holds may have
+        such an effect in flight; a suspended turn has it if its kept turn says so."""
+        self._services = dict(msg.addresses)
+        kinds = EFFECTS_HELD_BY.get(msg.name, ())
+        if not kinds:
+            return
+        sessions = [*self._slots, *self._suspended.waiting_on(kinds)]
+        role = msg.name.rsplit(".", 1)[-1]
+        for session_id in dict.fromkeys(sessions):
+            self.receiveMsg_ToSession(ToSession(f"lost-{msg.name}-{session_id}", session_id,
+                                                EffectsLost(f"{role} executor", kinds)), None)
+
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         self._last_command = time.monotonic()
         if msg.reply_to is not None:
@@ -163,7 +183,8 @@ class Registry(PoolForks, TracedDispatcher):
         if msg.session_id in self._deferred and not isinstance(msg.command, RunAdmitted):
             self._deferred.take(msg.session_id)  # its admitted turn goes first
             self._start_admitted([msg.session_id])
-        if isinstance(msg.command, RunAdmitted | Outcomes | ExpireTurn | WebhookRecord):
+        if isinstance(msg.command,
+                      RunAdmitted | Outcomes | EffectsLost | ExpireTurn | WebhookRecord):
             sender = None  # fire-and-forget: nobody waits for an answer
         if isinstance(msg.command, NEW_WORK) and self._memory.exhausted():
             self._refuse(msg, sender, self._memory.refusal_message(), MEMORY_RETRY_AFTER_SECS)
@@ -352,6 +373,7 @@ class Registry(PoolForks, TracedDispatcher):
         if msg.suspended is not None:
             self._keep_suspended(msg.session_id, msg.suspended)
         if not self._pool.returned(slot.actor):
+            self._retired.append(sender)
             self.send(sender, ActorExitRequest())  # recycled, or more idle than the pool holds
             self._arm_refill()
         self._serve_backlog()
@@ -362,6 +384,11 @@ class Registry(PoolForks, TracedDispatcher):
         if not self._metrics:
             self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
         self._metrics.absorb(msg.counters, msg.observations)
+
+    def _count_exit(self, actor: str) -> None:
+        if not self._metrics:
+            self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
+        self._metrics.inc("brain_actor_exits_total", actor=actor)
 
     def _observe(self, name: str, value: float) -> None:
         if not self._metrics:
@@ -375,15 +402,25 @@ class Registry(PoolForks, TracedDispatcher):
             self.send(metrics, MetricsReport("released-sessions", counters, observations))
 
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
+        """A session actor's process ended. One the registry retired is simply gone; any other
+        was killed or crashed: logged, counted, replaced by the pool's refill, and the session
+        it held (if any) is recovered at once, its open turn failed `interrupted` as after a
+        restart."""
         self._pool.lost(msg.childAddress)
         self._arm_refill()
-        for session_id, slot in list(self._slots.items()):
-            if slot.actor.address != msg.childAddress:
-                continue
+        if msg.childAddress in self._retired:
+            self._retired.remove(msg.childAddress)
+            return
+        held = [session_id for session_id, slot in self._slots.items()
+                if slot.actor.address == msg.childAddress]
+        log.error("a session actor exited without being asked to (%s); %s",
+                  exit_status(msg), f"recovering session {held[0]}" if held
+                  else "it held no session")
+        self._count_exit("session")
+        for session_id in held:
             del self._slots[session_id]
             # Record now what it left (an open turn fails `interrupted`; a turn admitted in
             # this run that it never started runs), rather than at the next command.
-            log.warning("session actor for %s exited unexpectedly", session_id)
             self._backlog.put_first(session_id, [(ToSession(
                 f"recover-{session_id}", session_id, Recover()), None)])
         self._serve_backlog()

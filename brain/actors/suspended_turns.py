@@ -38,6 +38,11 @@ class SuspendedTurns:
         heapq.heappush(self._deadlines, (turn.deadline_ms, session_id, turn.sequence))
         return True
 
+    def waiting_on(self, kinds: tuple[str, ...]) -> list[str]:
+        """The sessions whose kept turn waits for an effect of one of `kinds`."""
+        return [session_id for session_id, turn in self._turns.items()
+                if any(pending.effect in kinds for pending in turn.pending.values())]
+
     def take(self, session_id: str) -> Any:
         """The session's suspended turn, no longer kept here; None if it has none."""
         return self._turns.pop(session_id, None)

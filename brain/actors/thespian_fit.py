@@ -1,8 +1,9 @@
 """Refuse to patch a Thespian that Brain's fixes were not written for.
 
-Eight modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
+Nine modules replace private parts of Thespian 4.0.1 (docs/thespian-patches.md):
 thespian_reuse.py, thespian_select.py, thespian_receive.py, thespian_idle.py,
-thespian_wakeups.py, thespian_convention.py, thespian_identify.py and thespian_auth.py; and
+thespian_wakeups.py, thespian_convention.py, thespian_identify.py, thespian_exits.py and
+thespian_auth.py; and
 brain/web/reply_inbox.py sends through two private methods of Thespian's external endpoint
 (checked here under the name `reply_inbox`, like a patch). A private part can change in any
 release; a patch applied to a changed one would fail at the first message, or worse, quietly

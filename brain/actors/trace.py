@@ -9,11 +9,13 @@ With BRAIN_TRACE unset the wrappers cost one global lookup.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from brain import request_context
+from brain.actors.messages import ProcessIs, WhichProcess
 from brain.logs import json_logs
 from brain.tracing import writer
 from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
@@ -48,6 +50,11 @@ class TracedDispatcher(ActorTypeDispatcher):
                 out.flush()
                 return result
         return super().receiveMessage(message, sender)
+
+    def receiveMsg_WhichProcess(self, msg: WhichProcess, sender: Any) -> None:
+        """Every Brain actor says which process it is: the supervisor learns a new actor's
+        real address and pid from the answer, and /readyz that the actor answers."""
+        self.send(sender, ProcessIs(os.getpid(), self.trace_name, msg.name))
 
     def send(self, targetAddr: Any, msg: Any) -> None:
         out = writer.tracer()

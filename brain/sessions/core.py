@@ -21,6 +21,7 @@ from brain.actors.messages import (
     CancelTurn,
     CreateSession,
     DeleteSession,
+    EffectsLost,
     EndSession,
     ExpireTurn,
     IdleTimeout,
@@ -268,6 +269,30 @@ def _outcomes(tx: Tx, who: Requester, command: Command) -> None:
         _effect_done(tx, done)
 
 
+def _effects_lost(tx: Tx, who: Requester, command: Command) -> None:
+    """The executor that held some of this session's effects exited: each of them still
+    awaited ends `unknown` (it may have happened, and is never sent again), exactly as a
+    restart settles them, and the turn or Environment work goes on from there."""
+    lost: EffectsLost = command.delivered.command
+    for done in lost_outcomes(tx.state, lost):
+        _effect_done(tx, done)
+
+
+def lost_outcomes(state: SessionState, lost: EffectsLost) -> list[EffectDone]:
+    """The `unknown` outcome of every effect of `lost.kinds` that `state` still waits for."""
+    message = (f"the {lost.actor} exited while this was in flight; it may have happened, "
+               "and it is not sent again")
+    started: list[int] = []
+    if state.turn is not None:
+        started += [seq for seq, pending in sorted(state.turn.pending.items())
+                    if pending.effect in lost.kinds]
+    if state.environments is not None and "environment_op" in lost.kinds:
+        started += sorted(state.environments.waiting)
+    return [EffectDone(state.session_id, seq, Outcome.UNKNOWN,
+                       result={"content": message, "is_error": True},
+                       error={"message": message}) for seq in started]
+
+
 def _expire_turn(tx: Tx, who: Requester, command: Command) -> None:
     turns.deadline(tx, TurnDeadline(command.delivered.command.turn))
 
@@ -285,6 +310,7 @@ _COMMANDS = {
     Recover: _recover,
     RunAdmitted: _run_admitted,
     Outcomes: _outcomes,
+    EffectsLost: _effects_lost,
     ExpireTurn: _expire_turn,
     WebhookRecord: _webhook_record,
 }

@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING, Any
 from brain import errors, request_context
 from brain.actors.actor_secret import ActorSecretError, read_actor_secret
 from brain.actors.confine import confine_thespian
-from brain.actors.convention import member_requirements, registry_global_name
+from brain.actors.convention import (
+    member_requirements,
+    registry_global_name,
+    supervisor_global_name,
+)
 from brain.actors.identity import (
     ForeignActorSystem,
     read_run_record,
@@ -187,15 +191,47 @@ class ActorGateway:
                                      ) from None
 
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
-        """The address of a shared actor (created at boot; looked up once per worker)."""
+        """The address of a shared actor (created at boot; looked up once per worker, and
+        again after an ask of it went unanswered). Asked of the ActorSupervisor, never made by
+        global name here: a lookup by name creates a missing actor, and one created by a web
+        worker while its predecessor is being replaced would be one no supervisor watches."""
         self._connect()
         if global_name == REGISTRY_GLOBAL_NAME:
             global_name = registry_global_name(self._settings.member)  # this member's own
         address = self._globals.get(global_name)
         if address is None:
-            address = self._system.createActor(actor_class, globalName=global_name)
-            self._globals[global_name] = address
+            where = self.shared_actors()
+            address = where.addresses.get(global_name) if where is not None else None
+            if address is None:
+                raise errors.Internal("that part of the actor system is being replaced; "
+                                      "retry in a moment")
         return address
+
+    def shared_actors(self, timeout: float = 2.0) -> Any:
+        """The supervisor's ActorsAre (live shared actors and missing roles), or None when it
+        did not answer; the addresses it names are remembered."""
+        from brain.actors.actor_supervisor import ActorSupervisor
+        from brain.actors.messages import ActorsAre, WhereAre
+
+        self._connect()
+        supervisor = self._system.createActor(
+            ActorSupervisor, globalName=supervisor_global_name(self._settings.member))
+        endpoint = self._take_endpoint()
+        answer = endpoint.ask(supervisor, WhereAre(), timeout)
+        if not isinstance(answer, ActorsAre):
+            endpoint.exit_clone()
+            return None
+        self._return_endpoint(endpoint)
+        self._globals.update(answer.addresses)
+        return answer
+
+    def _forget_global(self, global_name: str) -> None:
+        """An ask that got no answer may have gone to an actor that died and was replaced
+        under the same name (brain/actors/actor_supervisor.py): look the name up again next
+        time."""
+        if global_name == REGISTRY_GLOBAL_NAME:
+            global_name = registry_global_name(self._settings.member)
+        self._globals.pop(global_name, None)
 
     def ask_global(self, global_name: str, actor_class: Any, message: Any,
                    timeout: float = 5.0) -> Any:
@@ -208,6 +244,7 @@ class ActorGateway:
             trace_ask("recv", address, answer)
         if answer is None:
             endpoint.exit_clone()
+            self._forget_global(global_name)
             return None
         self._return_endpoint(endpoint)
         return answer
@@ -223,6 +260,7 @@ class ActorGateway:
         reply = _reply_to(request_id, endpoint, endpoint.ask(address, message, timeout), deadline)
         if reply is None:
             endpoint.exit_clone()
+            self._forget_global(global_name)
             return None
         trace_ask("recv", address, reply)
         self._return_endpoint(endpoint)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import falcon
 
+from brain import errors
+from brain.actors.messages import REGISTRY_GLOBAL_NAME
 from brain.web.contract import Answer, operation
 from brain.web.gateway import ActorGateway
 from brain.web.schema import Schema
@@ -11,7 +13,9 @@ from brain.web.schema import Schema
 PROBE = Schema("Probe", {
     "type": "object",
     "required": ["status"],
-    "properties": {"status": {"type": "string"}},
+    "properties": {"status": {"type": "string"},
+                   "missing": {"type": "array", "items": {"type": "string"},
+                               "description": "what is not running (not ready only)"}},
 }, "probe answer")
 
 
@@ -22,14 +26,42 @@ class HealthResource:
 
 
 class ReadyResource:
+    """Ready when every actor Brain needs answers for it: the ActorSupervisor names no shared
+    actor missing (registry, executors, host dispatcher, metrics), the registry answers, and at
+    least one session actor exists, warm or serving. Otherwise 503, naming what is missing."""
+
     def __init__(self, gateway: ActorGateway) -> None:
         self.gateway = gateway
 
-    @operation("ready", "Readiness: the actor system answers",
+    @operation("ready", "Readiness: every actor Brain needs is running",
                {200: Answer("Ready", PROBE), 503: Answer("Not ready", PROBE)})
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        if self.gateway.ping():
+        missing = self.missing()
+        if not missing:
             resp.media = {"status": "ready"}
         else:
             resp.status = falcon.HTTP_503
-            resp.media = {"status": "not ready"}
+            resp.media = {"status": "not ready", "missing": missing}
+
+    def missing(self) -> list[str]:
+        from brain.actors.registry import Registry
+
+        try:
+            where = self.gateway.shared_actors(timeout=PROBE_TIMEOUT_SECS)
+            if where is None:
+                return ["actor supervisor"]
+            missing = list(where.missing)
+            if "registry" in missing:
+                return missing
+            stats = self.gateway.ask_global(REGISTRY_GLOBAL_NAME, Registry, "stats",
+                                            PROBE_TIMEOUT_SECS)
+        except errors.BrainError:
+            return ["actor system"]
+        if not isinstance(stats, dict):
+            return [*missing, "registry"]
+        if stats.get("open_sessions", 0) + stats.get("pooled_actors", 0) < 1:
+            missing.append("session actor")
+        return missing
+
+
+PROBE_TIMEOUT_SECS = 2.0

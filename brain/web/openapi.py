@@ -53,9 +53,10 @@ REQUEST_HEADERS = {  # HTTP name -> (component name, parameter)
                    "pattern": "^[!-~]+$"},
     }),
     "Prefer": ("Prefer", {
-        "description": "`respond-async`: answer 202 with a Receipt once the turn is durably "
-        "started, instead of waiting for its result.",
-        "schema": {"type": "string", "enum": ["respond-async"]},
+        "description": "Preferences, comma-separated. `respond-async`: answer 202 with a "
+        "Receipt once the turn is durably started, instead of waiting for its result. Any "
+        "other preference is ignored (the turn is waited for), as RFC 7240 asks.",
+        "schema": {"type": "string"},
     }),
     "Last-Event-ID": ("LastEventId", {
         "description": "A sequence; overrides `after` (what SSE clients send on reconnect).",

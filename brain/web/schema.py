@@ -5,11 +5,12 @@ the OpenAPI document (brain/web/openapi.py) lists it under `components` and poin
 `$ref`, and `check` follows it in place. The same dict therefore says what the document promises
 and what a request is held to, so the two cannot drift apart.
 
-`check` knows the keywords Brain's shapes use (type, nullable, enum, oneOf, properties,
-required, additionalProperties: false, items, uniqueItems, maxItems, minimum, maximum,
+`check` knows the keywords Brain's shapes use (type, nullable, enum, oneOf, anyOf, properties,
+required, additionalProperties: false, items, uniqueItems, minItems, maxItems, minimum, maximum,
 minLength, maxLength, pattern) and refuses with `invalid_request`, naming the field the way a
 client wrote it (`transcript[1].role: must be one of ...`). Keys starting with `x-` are notes
-for the document generator; `check` ignores them. Falcon's `jsonschema` validator was not used:
+for the document generator (`x-refusal`: what a value that fits no `anyOf` alternative is told);
+`check` ignores them otherwise. Falcon's `jsonschema` validator was not used:
 it reads `req.media` (not Brain's bounded, journal-safe body reader), raises Falcon's own error
 with jsonschema's wording, and re-checks the schema itself on every request.
 """
@@ -103,6 +104,14 @@ def _problem(spec: dict[str, Any] | Schema, value: Any, path: str) -> str | None
         return _at(path, f"expected {describe(named)}")
     if "enum" in spec and not any(_same(value, option) for option in spec["enum"]):
         return _at(path, "must be one of " + ", ".join(str(o) for o in spec["enum"]))
+    problem = _kind_problem(spec, value, path)
+    if problem is None and "anyOf" in spec \
+            and all(_problem(alt, value, path) is not None for alt in spec["anyOf"]):
+        problem = _at(path, spec.get("x-refusal") or f"expected {describe(named)}")
+    return problem
+
+
+def _kind_problem(spec: dict[str, Any], value: Any, path: str) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return _number_problem(spec, value, path)
     if isinstance(value, str):
@@ -153,6 +162,8 @@ def _string_problem(spec: dict[str, Any], value: str, path: str) -> str | None:
 def _list_problem(spec: dict[str, Any], value: list, path: str) -> str | None:
     if "maxItems" in spec and len(value) > spec["maxItems"]:
         return _at(path, f"at most {spec['maxItems']} items")
+    if len(value) < spec.get("minItems", 0):
+        return _at(path, f"at least {spec['minItems']} items")
     if spec.get("uniqueItems"):
         seen = {json.dumps(item, sort_keys=True) for item in value}
         if len(seen) != len(value):

@@ -160,3 +160,19 @@ def test_an_unpublished_document_is_an_internal_error() -> None:
     app = falcon.App()
     app.add_route("/openapi.json", OpenApiResource())
     assert falcon.testing.TestClient(app).simulate_get("/openapi.json").status_code == 500
+
+
+def test_the_document_says_what_the_server_answers(app: falcon.App) -> None:
+    """Disagreements a fuzzer found: each now says what the server does."""
+    document = openapi_document(app, BrainConfig.load())
+    schemas, paths = document["components"]["schemas"], document["paths"]
+    # A poll body that names no host part is refused, so the document does not call it valid.
+    assert {tuple(alt["required"]) for alt in schemas["HostPollBody"]["anyOf"]} \
+        == {("tools",), ("environments",)}
+    # A replay reads a body like any other route: too large or not JSON is answered.
+    replay = paths["/v1/sessions/{session_id}/replays"]["post"]["responses"]
+    assert {"400", "413", "415"} <= set(replay)
+    agentloop = schemas["ReplayBody"]["properties"]["agentloop"]
+    assert agentloop["enum"] == sorted(BrainConfig.load().agentloops)
+    # Preferences other than respond-async are ignored, not refused.
+    assert "enum" not in document["components"]["parameters"]["Prefer"]["schema"]

@@ -72,9 +72,17 @@ def test_null_is_absent_in_a_create_body() -> None:
     ({"tools": ["t"], "max_calls": 2.0}, "max_calls: expected an integer"),
     ({"tools": ["t"], "host_id": "a b"}, "host_id: must match ^[A-Za-z0-9_.:-]{1,64}$"),
     ({"tools": [1]}, "tools[0]: expected a string"),
+    ({}, "name at least one host tool or environment to serve"),
+    ({"tools": [], "environments": [], "wait_secs": 1},
+     "name at least one host tool or environment to serve"),
 ])  # fmt: skip
 def test_host_poll_bodies(body: dict, message: str) -> None:
     assert refusal(HOST_POLL_BODY, body) == message
+
+
+def test_host_poll_bodies_that_name_something_fit() -> None:
+    check(HOST_POLL_BODY, {"tools": ["t"]})
+    check(HOST_POLL_BODY, {"tools": [], "environments": ["e"]})
 
 
 def test_enums_compare_as_json() -> None:

@@ -46,6 +46,10 @@ HOST_POLL_BODY = Schema("HostPollBody", {
                     "description": "This host's id: a newer poll with the same id answers its "
                     "waiting predecessor at once, empty."},
     },
+    # `{}`, or only empty lists, names nothing to serve: refused with 400, so not a valid body.
+    "anyOf": [{"required": [kind], "properties": {kind: {"minItems": 1}}}
+              for kind in ("tools", "environments")],
+    "x-refusal": "name at least one host tool or environment to serve",
 }, "poll body")
 
 HOST_CALL = Schema("HostCall", {

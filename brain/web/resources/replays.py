@@ -45,10 +45,13 @@ REPLAY_BODY = Schema("ReplayBody", {
     "properties": {
         "turn": {"type": "integer", "minimum": 1, "maximum": MAX_SEQUENCE,
                  "description": "The turn's sequence (its turn_started); default: the last "
-                                "finished turn."},
+                                "finished turn. No such turn, a turn not finished, or no "
+                                "finished turn at all is 400."},
         "agentloop": {"type": "string", "minLength": 1, "maxLength": 256,
-                      "description": "A configured Agentloop's name; default: the session's "
-                                     "own module, as recorded at its creation."},
+                      "x-configured": "agentloops",
+                      "description": "A configured Agentloop's name (any other is 400); "
+                                     "default: the session's own module, as recorded at its "
+                                     "creation."},
     },
 }, "replay body")
 
@@ -106,7 +109,7 @@ class ReplaysResource:
 
     @operation("replayTurn", "Replay a finished turn against an Agentloop, sending nothing",
                {200: Answer("The report, diverged or not", REPLAY_REPORT)},
-               errors=(*READ_ERRORS, 503), body=REPLAY_BODY)
+               errors=(*READ_ERRORS, 413, 415, 503), body=REPLAY_BODY)
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         path = session_dir(self.settings, session_id)
         refused = SessionReader(path).damage()

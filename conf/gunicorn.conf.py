@@ -12,5 +12,7 @@ from brain.web.gunicorn_conf import *  # noqa: F403 (gunicorn reads this module'
 
 # Examples of knobs an operator may want to change:
 # worker_connections = 8192   # more live SSE followers per worker (default 4096)
+# keepalive = 10              # seconds a request head may take, and then its body (default 5;
+#                             # a body still incomplete is answered 408 request_timeout)
 # accesslog = "-"             # log every request to stderr
 # loglevel = "info"

@@ -70,6 +70,8 @@ backlog = 4096
 # Sync sends wait for whole turns; gevent workers keep heartbeating while they wait.
 timeout = 30
 graceful_timeout = max(_settings.drain_secs, 1)
+# Seconds a request head may take (from the connection's start or the previous answer), and
+# then, counted from the end of the head, its whole body (brain/web/timed_body.py: 408 after).
 keepalive = 5
 preload_app = False
 accesslog = None

@@ -140,7 +140,7 @@ def test_a_body_that_stops_arriving_is_cut_after_its_budget(server: BrainServer)
     with connect(server.port, timeout=BODY_BUDGET_SECS + 30) as sock:
         started = time.monotonic()
         sock.sendall(head(server, "POST", "/v1/sessions", "Content-Type: application/json",
-                          "Content-Length: 100") + b'{"metadat')
+                          "Content-Length: 100") + b'{"metadata')
         answer = read_answer(sock, timeout=BODY_BUDGET_SECS + 30, started=started)
     assert answer.status == 408, answer
     assert answer.error()["code"] == "request_timeout"

@@ -83,7 +83,7 @@ def replace_durably(path: str | os.PathLike[str], data: bytes,
     renamed over `path`, and the directory fsynced. After a crash `path` holds the old bytes or
     the new ones, never part of either, and never an empty file under the new name."""
     target = Path(path)
-    temp = _synced_temporary(target, data, mode)
+    temp = synced_temporary(target.parent, data, mode, prefix=f".{target.name}.")
     try:
         os.replace(temp, target)
     except BaseException:
@@ -98,7 +98,7 @@ def create_durably(path: str | os.PathLike[str], data: bytes,
     file is complete before it has the name (written, fsynced, then linked), so a crash never
     leaves `path` empty or torn, and of two processes racing only one makes it."""
     target = Path(path)
-    temp = _synced_temporary(target, data, mode)
+    temp = synced_temporary(target.parent, data, mode, prefix=f".{target.name}.")
     try:
         os.link(temp, target)
     except FileExistsError:
@@ -109,9 +109,12 @@ def create_durably(path: str | os.PathLike[str], data: bytes,
     return True
 
 
-def _synced_temporary(target: Path, data: bytes, mode: int) -> str:
-    """A temporary file beside `target` holding `data`, fsynced; the caller names it."""
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+def synced_temporary(directory: str | os.PathLike[str], data: bytes,
+                     mode: int = PRIVATE_FILE_MODE, prefix: str = ".tmp-",
+                     suffix: str = ".tmp") -> str:
+    """A new file in `directory` holding `data`, fsynced, under a private temporary name that
+    the caller renames or links into place (and removes on failure)."""
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=prefix, suffix=suffix)
     try:
         os.fchmod(fd, mode)
         view = memoryview(data)

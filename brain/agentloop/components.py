@@ -20,6 +20,7 @@ from pathlib import Path
 import wasmtime
 from wasmtime import component as wc
 
+from brain.agentloop.artifacts import load_checked
 from brain.agentloop.errors import loop_error
 
 WORLD_PACKAGE = "brain:agentloop"
@@ -63,11 +64,10 @@ def compile_component(engine: wasmtime.Engine, data: bytes, name: str) -> wc.Com
 
 
 def load_artifact(engine: wasmtime.Engine, path: Path) -> wc.Component | None:
-    """The compiled component stored at `path`, or None when missing or not loadable here."""
-    if not path.is_file():
-        return None
+    """The compiled component stored at `path`, or None when missing, torn (it is removed:
+    brain/agentloop/artifacts.py) or not loadable here."""
     try:
-        return wc.Component.deserialize_file(engine, str(path))
+        return load_checked(path, lambda name: wc.Component.deserialize_file(engine, name))
     except wasmtime.WasmtimeError:
         return None
 

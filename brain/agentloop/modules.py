@@ -8,14 +8,15 @@ next activation and an unchanged file is never recompiled. Compiled modules live
 Engine; with a cache directory they are also stored serialized, so a new process deserializes
 in microseconds instead of compiling (and never compiles after a fork at all, stack hazard 4).
 
-The cache directory must belong to Brain alone: `Module.deserialize` trusts its input.
+The cache directory must belong to Brain alone: `Module.deserialize` trusts its input. A stored
+artifact is loaded only when it matches its own length and checksum (artifacts.py): one torn by
+a power cut is removed and compiled again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import wasmtime
 from wasmtime import component as wc
 
+from brain.agentloop.artifacts import is_stored, load_checked, store_artifact
 from brain.agentloop.components import (
     CompiledComponent,
     artifact_name,
@@ -88,7 +90,7 @@ class ModuleCache:
             if cache_dir is not None and (sha, cache_dir) not in self._stored:
                 # Compiled before this cache directory was asked for (or by another runtime).
                 name, artifact = compiled.artifact()
-                if not (Path(cache_dir) / name).is_file():
+                if not is_stored(Path(cache_dir) / name):
                     store_serialized(artifact, cache_dir, name)
                 self._stored.add((sha, cache_dir))
         return compiled
@@ -206,10 +208,8 @@ def _load_serialized(
     if cache_dir is None:
         return None
     path = Path(cache_dir) / _cache_name(sha)
-    if not path.is_file():
-        return None
     try:
-        return wasmtime.Module.deserialize_file(engine, str(path))
+        return load_checked(path, lambda name: wasmtime.Module.deserialize_file(engine, name))
     except wasmtime.WasmtimeError:
         return None  # another wasmtime or config: compile and overwrite
 
@@ -217,18 +217,11 @@ def _load_serialized(
 def store_serialized(
     module: wasmtime.Module | wc.Component, cache_dir: str | None, name: str
 ) -> None:
-    """Best effort: a cache that cannot be written only costs a compile next time."""
+    """Best effort: a cache that cannot be written only costs a compile next time. Stored
+    durably with its checksum (brain/agentloop/artifacts.py)."""
     if cache_dir is None:
         return
     try:
-        os.makedirs(cache_dir, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".tmp-", suffix=".cwasm")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(module.serialize())
-            os.replace(tmp, Path(cache_dir) / name)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        store_artifact(module.serialize(), Path(cache_dir), name)
     except OSError:
         pass

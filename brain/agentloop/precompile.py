@@ -30,8 +30,11 @@ class Precompiled:
 
 
 def needs_compiling(paths: list[str], cache_dir: Path) -> list[str]:
-    """The component files among `paths` without a stored artifact (core modules compile in
-    milliseconds where they are used and are left out). Reads headers and hashes only."""
+    """The component files among `paths` without a whole stored artifact (core modules
+    compile in milliseconds where they are used and are left out). Reads headers, hashes and
+    the CRC of each stored artifact: one torn by a power cut is compiled here, at start, not
+    by the first actor that needs it."""
+    from brain.agentloop.artifacts import why_not_whole
     from brain.agentloop.components import artifact_name
 
     wanted = []
@@ -42,7 +45,8 @@ def needs_compiling(paths: list[str], cache_dir: Path) -> list[str]:
             continue
         if guest_kind(data) != COMPONENT:
             continue
-        if not (cache_dir / artifact_name(hashlib.sha256(data).hexdigest())).is_file():
+        stored = cache_dir / artifact_name(hashlib.sha256(data).hexdigest())
+        if not stored.is_file() or why_not_whole(stored) is not None:
             wanted.append(path)
     return wanted
 

@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 import brain.agentloop.build as build_module
+from brain.agentloop.artifacts import sum_path, why_not_whole
 from brain.agentloop.build import GUEST_LIBRARY, build, componentize
 from brain.agentloop.components import WIT_PATH, artifact_name
 from brain.agentloop.precompile import precompile
@@ -51,16 +52,17 @@ def seed_compiled(data_dir: Path, component: Path) -> None:
     """Put the compiled artifact of `component` where a server on `data_dir` looks first."""
     sha = hashlib.sha256(component.read_bytes()).hexdigest()
     artifact = BUILD_DIR / artifact_name(sha)
-    if not artifact.is_file():
+    if why_not_whole(artifact) is not None:  # missing, torn, or stored without its checksum
         precompile([str(component)], BUILD_DIR)
     cache = data_dir / "run" / "wasm-cache"
     cache.mkdir(parents=True, exist_ok=True, mode=0o700)
-    target = cache / artifact.name
-    if not target.exists():
-        try:
-            os.link(artifact, target)
-        except OSError:
-            shutil.copy(artifact, target)
+    for stored in (artifact, sum_path(artifact)):  # the artifact and its checksum file
+        target = cache / stored.name
+        if not target.exists():
+            try:
+                os.link(stored, target)
+            except OSError:
+                shutil.copy(stored, target)
 
 
 def other_world_component(world: str) -> Path:

@@ -174,3 +174,28 @@ def test_three_members_know_each_other_through_the_leader(tmp_path: Path) -> Non
     finally:
         for server in reversed(members):
             server.kill()
+
+
+def test_a_member_with_another_actor_secret_is_never_let_in(tmp_path: Path) -> None:
+    """Every frame is signed with the actor secret (brain/actors/thespian_auth.py): a server
+    that names the convention but holds another secret has its frames dropped unread."""
+    leader = MemberServer(tmp_path, "a", LEADER_HOST)
+    stranger = MemberServer(tmp_path, "b", MEMBER_HOST, leader)
+    own_secret = tmp_path / "b" / "own.secret"
+    own_secret.write_bytes(bytes(32))
+    own_secret.chmod(0o600)
+    stranger.extra_env["BRAIN_ACTOR_SECRET_FILE"] = str(own_secret)
+    try:
+        leader.start()
+        stranger.start()
+        # (from 127.0.0.1: on loopback the kernel picks that source address whatever the bind)
+        wait_for(lambda: "dropped a message from 127.0.0.1 unread" in
+                 leader.log_path.read_text(errors="replace"),
+                 timeout=30, what="the leader dropping the stranger's frames")
+        assert not knows(leader, "b") and not knows(stranger, "a")
+        sid = leader.create_session()["id"]
+        assert sid.endswith("-a")  # never placed on the stranger
+        assert leader.send(sid, "alone")["status"] == "ended"
+    finally:
+        stranger.kill()
+        leader.kill()

@@ -7,12 +7,16 @@ SIGKILLed at random moments and restarted on the same data dir. After every rest
 journal verifies, every answer a client received has its records, no Tool invocation arrived
 twice, every start has exactly one terminal, no turn ran twice, a keyed retry replays the
 answer; at the end each follower saw every committed Event exactly once.
-CI runs 20 kills; `-m torture` runs 200.
+About a third of the rounds SIGKILL one actor process instead (an executor, the host
+dispatcher, the metrics actor, a session actor), which the server replaces while it runs on;
+the same checks follow. CI runs 20 kills; `-m torture` runs 200.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import threading
 import time
 from collections import Counter
@@ -27,7 +31,7 @@ from tests.faults import torture_checks as check
 from tests.faults.checks import journal
 from tests.faults.workload import Answer, Follower, Ledger, Worker, wait_idle
 from tests.support.guests import example_guest
-from tests.support.server import BrainServer, configured
+from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
 from tests.tools.toolserver import Conn, Received, ToolServer
 
@@ -51,6 +55,31 @@ path = "{script}"
 
 MODEL_SESSIONS = 3
 SCRIPT_SESSIONS = 2
+ONE_PROCESS_SHARE = 0.3
+"""The share of rounds that SIGKILL one actor process instead of the whole server."""
+REPLACEABLE = ("brain-model-exe", "brain-tool-exec", "brain-host-disp", "brain-metrics",
+               "brain-webhook-e", "brain-session", "brain-pooled-se")
+"""Kernel names (brain/actors/proctitle.py) of the actor processes the server replaces."""
+
+
+def kill_one_actor(server: BrainServer, rng: random.Random) -> None:
+    """SIGKILL one replaceable actor process, picked at random; then wait until the server is
+    ready again (the replacement is running)."""
+    candidates = []
+    for pid in group_pids(server.proc.pid):
+        try:
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if name.startswith(REPLACEABLE):
+            candidates.append(pid)
+    if candidates:
+        try:
+            os.kill(rng.choice(candidates), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    wait_for(lambda: server.request("GET", "/readyz", token=None).status_code == 200,
+             timeout=30, what="ready after one actor was killed")
 
 
 def slow_answer(conn: Conn, req: Received) -> None:
@@ -137,9 +166,13 @@ def torture(rig: tuple[BrainServer, ToolServer], kills: int, seed: int) -> None:
         for kill in range(1, kills + 1):
             time.sleep(rng.uniform(0.3, 2.0))  # the load runs; the kill lands anywhere
             gate.clear()
-            server.kill()
+            if rng.random() < ONE_PROCESS_SHARE:
+                kill_one_actor(server, rng)  # the rest runs on; the actor is replaced
+            else:
+                server.kill()
             epoch[0] = kill
-            server.start()
+            if server.proc is None:
+                server.start()
             for worker in workers:  # their requests in flight at the kill are answered or lost
                 wait_for(worker.parked.is_set, timeout=60, what=f"{worker.name} parked")
             found = check_after_restart(server, tool, session_ids, ledger, replays)

@@ -15,6 +15,7 @@ from typing import Any
 from brain.client.client import Brain
 from brain.client.errors import (
     AlreadyAnswered,
+    BodyTimedOut,
     BrainAPIError,
     BrainClientError,
     Cancelled,
@@ -72,7 +73,7 @@ __all__ = [
     "Conflict", "SessionBusy", "SessionEnded", "SessionActive", "IdempotencyConflict",
     "RequestInProgress", "IdempotencyAmbiguous", "PayloadTooLarge", "UnsupportedMediaType",
     "ServerError", "SessionDamaged", "InternalError", "TeardownFailed", "Draining",
-    "ForkInsideTurn", "SequenceBeyondEnd",
+    "ForkInsideTurn", "SequenceBeyondEnd", "BodyTimedOut",
 ]
 
 _ASYNC = {"AsyncBrain": "brain.client.async_client", "AsyncSession": "brain.client.async_session",

@@ -125,6 +125,11 @@ class AlreadyAnswered(Conflict):
     """409 already_answered: this host call was answered before (by this or another POST)."""
 
 
+class BodyTimedOut(BrainAPIError):
+    """408 request_timeout: the request's body did not arrive within the server's time budget
+    (a stalled upload); send it again."""
+
+
 class PayloadTooLarge(BrainAPIError):
     """413 payload_too_large."""
 
@@ -170,6 +175,7 @@ BY_CODE: dict[str, type[BrainAPIError]] = {
     "request_in_progress": RequestInProgress,
     "idempotency_ambiguous": IdempotencyAmbiguous,
     "already_answered": AlreadyAnswered,
+    "request_timeout": BodyTimedOut,
     "payload_too_large": PayloadTooLarge,
     "unsupported_media_type": UnsupportedMediaType,
     "sequence_beyond_end": SequenceBeyondEnd,
@@ -181,7 +187,7 @@ BY_CODE: dict[str, type[BrainAPIError]] = {
 
 BY_STATUS: dict[int, type[BrainAPIError]] = {
     400: InvalidRequest, 401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict,
-    413: PayloadTooLarge, 415: UnsupportedMediaType, 503: Draining,
+    408: BodyTimedOut, 413: PayloadTooLarge, 415: UnsupportedMediaType, 503: Draining,
 }
 
 

@@ -26,7 +26,7 @@ In Thespian's TCP transport module this replaces:
 
 It protects against running code through the actor ports by anyone who cannot read the secret.
 It does not hide what is sent (anyone who can watch the traffic can read it) and does not stop a
-process that receives a signed frame from sending it again (docs/thespian-patches.md, 8).
+process that receives a signed frame from sending it again (docs/thespian-patches.md, 9).
 """
 
 from __future__ import annotations

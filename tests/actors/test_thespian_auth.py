@@ -1,4 +1,4 @@
-"""Only frames signed with the actor secret are unpickled (thespian_auth.py; report 8 of
+"""Only frames signed with the actor secret are unpickled (thespian_auth.py; report 9 of
 docs/thespian-patches.md). The patch is per process, so everything that applies it runs in a
 scenario of its own interpreter (tests/support/thespian_scenarios.py)."""
 

@@ -1,4 +1,4 @@
-"""The symptoms Brain's eight Thespian patches fix, each reproduced in a process of its own.
+"""The symptoms Brain's Thespian patches fix, each reproduced in a process of its own.
 
 `python -m tests.support.thespian_scenarios NAME [--unpatched]` runs one scenario against the
 installed Thespian, with Brain's patch for it applied (through the function Brain applies it

@@ -199,6 +199,9 @@ class ActorGateway:
         if global_name == REGISTRY_GLOBAL_NAME:
             global_name = registry_global_name(self._settings.member)  # this member's own
         address = self._globals.get(global_name)
+        if address is None and not _supervised(global_name):
+            address = self._system.createActor(actor_class, globalName=global_name)
+            self._globals[global_name] = address  # a member's Roster: made by boot, unwatched
         if address is None:
             where = self.shared_actors()
             address = where.addresses.get(global_name) if where is not None else None
@@ -283,6 +286,14 @@ class ActorGateway:
             return self.ask_global(REGISTRY_GLOBAL_NAME, Registry, "ping", timeout) == "pong"
         except errors.BrainError:
             return False
+
+
+def _supervised(global_name: str) -> bool:
+    """Whether the ActorSupervisor creates the actor of that name (the registry and the shared
+    actors), and so knows its address."""
+    from brain.actors.actor_supervisor import ROLES
+
+    return global_name in ROLES or global_name.startswith(REGISTRY_GLOBAL_NAME)
 
 
 def _reply_to(request_id: str, endpoint: Any, first: Any, deadline: float) -> Reply | None:

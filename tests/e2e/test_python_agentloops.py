@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from brain.agentloop.artifacts import why_not_whole
 from brain.agentloop.components import artifact_name
 from brain.journal import JournalScan
 from tests.support.python_guests import python_guest
@@ -69,7 +70,7 @@ def test_the_server_compiled_each_configured_component_before_serving(
     cache = server.data_dir / "run" / "wasm-cache"
     for name in ("default_loop", "bad_guest"):
         sha = hashlib.sha256(python_guest(name).read_bytes()).hexdigest()
-        assert (cache / artifact_name(sha)).is_file()
+        assert why_not_whole(cache / artifact_name(sha)) is None  # stored with its checksum
 
 
 def test_a_tool_turn_waits_suspended_and_resumes_in_a_fresh_instance(

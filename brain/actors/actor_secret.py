@@ -22,6 +22,7 @@ import stat
 from pathlib import Path
 
 from brain.durable_dirs import create_durably, make_dirs_durable
+from brain.fds import close_fd
 from brain.settings import Settings
 
 SECRET_FILE = "actor.secret"
@@ -92,7 +93,7 @@ def _read(path: Path, follow_links: bool) -> bytes:
         with os.fdopen(os.dup(fd), "rb") as secret_file:
             secret = secret_file.read()
     finally:
-        os.close(fd)
+        close_fd(fd)
     if len(secret) < SECRET_BYTES:
         raise ActorSecretError(f"the actor secret {path} holds {len(secret)} bytes; at least "
                                f"{SECRET_BYTES} are needed (e.g. `head -c 32 /dev/urandom`)")

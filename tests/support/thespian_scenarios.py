@@ -431,6 +431,57 @@ def forged_reply(patched: bool) -> dict[str, Any]:
     return {"created": Path(target).exists(), "status": str(status[0]) if status else None}
 
 
+class Sleeper(Actor):
+    """A child that answers its pid, then only waits to be killed."""
+
+    def receiveMessage(self, message: Any, sender: Any) -> None:
+        if message == "pid":
+            import os
+
+            self.send(sender, os.getpid())
+
+
+class Parent(Actor):
+    """Creates a Sleeper, passes its pid on, and reports the ChildActorExited it hears."""
+
+    def receiveMessage(self, message: Any, sender: Any) -> None:
+        from thespian.actors import ChildActorExited
+
+        if message == "start":
+            self.asker = sender
+            self.send(self.createActor(Sleeper), "pid")
+        elif isinstance(message, int):
+            self.send(self.asker, message)
+        elif isinstance(message, ChildActorExited):
+            self.send(self.asker, {"pid": getattr(message, "pid", None),
+                                   "exitcode": getattr(message, "exitcode", None)})
+
+
+def exits(patched: bool) -> dict[str, Any]:
+    """A real actor system: an actor's child is SIGKILLed; what its ChildActorExited says."""
+    import os
+    import signal
+
+    from thespian.actors import ActorSystem
+
+    if patched:
+        from brain.actors.thespian_exits import tell_how_children_exit
+
+        tell_how_children_exit()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port})
+    try:
+        parent = asys.createActor(Parent)
+        child_pid = asys.ask(parent, "start", 10)
+        os.kill(child_pid, signal.SIGKILL)
+        notice = asys.listen(10)
+    finally:
+        asys.shutdown()
+    return {"child_pid": child_pid, "notice": notice}
+
+
 def _fresh_file(name: str) -> str:
     """A path to a file not there yet, in a directory of its own."""
     return str(Path(tempfile.mkdtemp(prefix="brain-scenario-")) / name)
@@ -475,6 +526,7 @@ SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "convention-nobody-else": convention_nobody_else,
     "forged-message": forged_message,
     "forged-reply": forged_reply,
+    "exits": exits,
 }
 
 

@@ -72,11 +72,18 @@ class ActorGateway:
                 authenticate_actor_messages(read_actor_secret(self._settings))
             except ActorSecretError as exc:
                 raise errors.Internal(f"the actor system cannot be reached: {exc}") from None
-            from thespian.actors import ActorSystem
+            from thespian.actors import ActorSystem, ActorSystemException
 
             from brain.actors.registry import Registry
 
-            system = ActorSystem("multiprocTCPBase", {"Admin Port": port})
+            try:
+                system = ActorSystem("multiprocTCPBase", {"Admin Port": port})
+            except ActorSystemException:
+                # Its admin drops our frames unread: they carry another actor secret (another
+                # data dir's admin, or a secret that differs), so it never answered.
+                raise errors.Internal(f"the actor system on port {port} does not accept this "
+                                      "server's signed messages (another data dir's, or "
+                                      "another actor secret); this server refuses it") from None
             try:
                 require_own_admin(system, identity, port)
             except ForeignActorSystem as exc:

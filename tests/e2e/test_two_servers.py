@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from brain.processes import listening_sockets
 from tests.support.server import BrainServer, free_port, group_pids
 from tests.support.waiting import wait_for
@@ -141,14 +143,28 @@ except errors.BrainError as exc:
 """
 
 
+@pytest.mark.parametrize("own_secret", [False, True])
 def test_web_gateway_refuses_the_admin_of_another_data_dir(tmp_path: Path,
-                                                           brain_server: BrainServer) -> None:
+                                                           brain_server: BrainServer,
+                                                           own_secret: bool) -> None:
+    """A web worker of another data dir never uses this admin: without an actor secret of its
+    own it does not even try; with one, its frames carry another key, so the admin drops them
+    unread and never answers with its identity."""
+    other = tmp_path / "other"
+    if own_secret:
+        other.mkdir(mode=0o700)
+        (other / "actor.secret").write_bytes(os.urandom(32))
+        (other / "actor.secret").chmod(0o600)
     probe = subprocess.run([sys.executable, "-c", GATEWAY_PROBE],
-                           env=boot_env(tmp_path / "other", brain_server.actor_port),
+                           env=boot_env(other, brain_server.actor_port),
                            capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, probe
     assert "ping False" in probe.stdout, probe.stdout
-    assert "refused" in probe.stdout and "another" in probe.stdout, probe.stdout
+    assert "refused" in probe.stdout, probe.stdout
+    if not own_secret:
+        assert "actor secret" in probe.stdout, probe.stdout
+    sid = brain_server.create_session()["id"]
+    assert brain_server.send(sid, "still mine")["status"] == "ended"
 
 
 def test_sigkill_of_the_actor_admin_stops_brain_serve(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import falcon
 
 from brain import errors
 from brain.actors.messages import REGISTRY_GLOBAL_NAME
+from brain.settings import Settings
 from brain.web.contract import Answer, operation
 from brain.web.gateway import ActorGateway
 from brain.web.schema import Schema
@@ -28,10 +29,12 @@ class HealthResource:
 class ReadyResource:
     """Ready when every actor Brain needs answers for it: the ActorSupervisor names no shared
     actor missing (registry, executors, host dispatcher, metrics), the registry answers, and at
-    least one session actor exists, warm or serving. Otherwise 503, naming what is missing."""
+    least one session actor exists, warm or serving (unless BRAIN_SESSION_POOL_SIZE is 0: then
+    every open forks its own). Otherwise 503, naming what is missing."""
 
     def __init__(self, gateway: ActorGateway) -> None:
         self.gateway = gateway
+        self.pool_size = Settings.from_env().session_pool_size
 
     @operation("ready", "Readiness: every actor Brain needs is running",
                {200: Answer("Ready", PROBE), 503: Answer("Not ready", PROBE)})
@@ -59,7 +62,8 @@ class ReadyResource:
             return ["actor system"]
         if not isinstance(stats, dict):
             return [*missing, "registry"]
-        if stats.get("open_sessions", 0) + stats.get("pooled_actors", 0) < 1:
+        actors = stats.get("open_sessions", 0) + stats.get("pooled_actors", 0)
+        if actors < 1 and self.pool_size > 0:  # a pool of 0 forks at each open
             missing.append("session actor")
         return missing
 

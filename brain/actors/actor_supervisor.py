@@ -38,6 +38,7 @@ from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
     REGISTRY_GLOBAL_NAME,
+    SHARED_ACTOR_ROLES,
     TOOL_EXECUTOR_GLOBAL_NAME,
     WEBHOOK_EXECUTOR_GLOBAL_NAME,
     ActorsAre,
@@ -62,16 +63,6 @@ SERVICE_USERS = (MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME,
 """Shared actors that send to other shared actors (the executors offer host calls to the
 HostDispatcher, and send parked effects' outcomes and webhook delivery records to the
 registry); like the registry, they get every address from the supervisor."""
-
-ROLES = {
-    MODEL_EXECUTOR_GLOBAL_NAME: "model executor",
-    TOOL_EXECUTOR_GLOBAL_NAME: "tool executor",
-    ENVIRONMENT_EXECUTOR_GLOBAL_NAME: "environment executor",
-    HOST_DISPATCHER_GLOBAL_NAME: "host dispatcher",
-    METRICS_GLOBAL_NAME: "metrics",
-    WEBHOOK_EXECUTOR_GLOBAL_NAME: "webhook executor",
-}
-"""The shared actors the supervisor replaces, by global name, as logs and metrics name them."""
 
 
 def shared_actor_classes() -> dict[str, type]:
@@ -128,27 +119,35 @@ class ActorSupervisor(TracedDispatcher):
             self._replacing.discard(msg.name)
             self._replaced(msg.name, msg.pid)
         elif not self._starting:
-            self._hand_out_services()
+            self._hand_out()
             self.send(self._boot, SharedActorsStarted(dict(self._addresses)))
 
-    def _hand_out_services(self) -> None:
+    def _hand_out(self, replaced: str | None = None) -> None:
         """The registry (for session actors) and the executors get every shared actor's
-        address; they leave before boot prints `ready`, so before any session exists."""
-        registry = self._addresses[self._registry_name]
+        address (the executors the registry's too): as Services at start, before boot prints
+        `ready` and so before any session exists; as SharedActorReplaced naming `replaced`
+        after a replacement (the new actor included: it gets its addresses this way)."""
+        registry = self._addresses.get(self._registry_name)
         shared = self._shared_addresses()
+
+        def told(addresses: dict[str, Any]) -> Services:
+            return Services(addresses) if replaced is None \
+                else SharedActorReplaced(addresses, replaced)
+
         for user in SERVICE_USERS:
-            self.send(self._addresses[user], Services({**shared, REGISTRY_GLOBAL_NAME: registry}))
-        self.send(registry, Services(shared))
+            self.send(self._addresses[user], told({**shared, REGISTRY_GLOBAL_NAME: registry}))
+        if registry is not None:
+            self.send(registry, told(shared))
 
     def _shared_addresses(self) -> dict[str, Any]:
         return {name: address for name, address in self._addresses.items()
                 if name != self._registry_name}
 
     def receiveMsg_WhereAre(self, msg: WhereAre, sender: Any) -> None:
-        missing = tuple(ROLES.get(name, "registry") for name in self._classes
+        missing = tuple(SHARED_ACTOR_ROLES.get(name, "registry") for name in self._classes
                         if name not in self._addresses)
         if not self._classes:
-            missing = ("registry", *ROLES.values())  # not started (yet)
+            missing = ("registry", *SHARED_ACTOR_ROLES.values())  # not started (yet)
         self.send(sender, ActorsAre(dict(self._addresses), missing))
 
     # --- exits ----------------------------------------------------------------------------
@@ -167,21 +166,16 @@ class ActorSupervisor(TracedDispatcher):
             self.send(self._boot, ServerMustStop(reason))
             return
         log.error("the %s actor exited (%s); replacing it and settling what it held",
-                  ROLES[name], how)
+                  SHARED_ACTOR_ROLES[name], how)
         self._replacing.add(name)
         self._create(name)
 
     def _replaced(self, name: str, pid: int) -> None:
-        log.warning("the %s actor is replaced (new pid %d)", ROLES[name], pid)
-        registry = self._addresses.get(self._registry_name)
-        shared = self._shared_addresses()
-        with_registry = {**shared, REGISTRY_GLOBAL_NAME: registry}
-        for user in SERVICE_USERS:  # the new one included: it gets its addresses this way
-            self.send(self._addresses[user], SharedActorReplaced(with_registry, name))
-        if registry is not None:
-            self.send(registry, SharedActorReplaced(shared, name))
-        self.send(self._addresses[METRICS_GLOBAL_NAME], MetricsReport(
-            "supervisor", {("brain_actor_exits_total", label_key(actor=ROLES[name])): 1.0}, {}))
+        log.warning("the %s actor is replaced (new pid %d)", SHARED_ACTOR_ROLES[name], pid)
+        self._hand_out(replaced=name)
+        exits = ("brain_actor_exits_total", label_key(actor=SHARED_ACTOR_ROLES[name]))
+        self.send(self._addresses[METRICS_GLOBAL_NAME], MetricsReport("supervisor",
+                                                                      {exits: 1.0}, {}))
         if name == WEBHOOK_EXECUTOR_GLOBAL_NAME:
             self._resume_webhooks()
 

@@ -20,6 +20,17 @@ ENVIRONMENT_EXECUTOR_GLOBAL_NAME = "brain.executor.environment"
 HOST_DISPATCHER_GLOBAL_NAME = "brain.host.dispatcher"
 WEBHOOK_EXECUTOR_GLOBAL_NAME = "brain.executor.webhook"
 
+SHARED_ACTOR_ROLES = {
+    MODEL_EXECUTOR_GLOBAL_NAME: "model executor",
+    TOOL_EXECUTOR_GLOBAL_NAME: "tool executor",
+    ENVIRONMENT_EXECUTOR_GLOBAL_NAME: "environment executor",
+    HOST_DISPATCHER_GLOBAL_NAME: "host dispatcher",
+    METRICS_GLOBAL_NAME: "metrics",
+    WEBHOOK_EXECUTOR_GLOBAL_NAME: "webhook executor",
+}
+"""The shared actors the ActorSupervisor replaces when they die, by global name, as logs,
+metrics and /readyz name them."""
+
 
 class Message:
     """Base of every message: a short `str`.

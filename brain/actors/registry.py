@@ -48,6 +48,7 @@ from brain.actors.lost_effects import EFFECTS_HELD_BY
 from brain.actors.messages import (
     METRICS_GLOBAL_NAME,
     MODEL_EXECUTOR_GLOBAL_NAME,
+    SHARED_ACTOR_ROLES,
     TOOL_EXECUTOR_GLOBAL_NAME,
     AdmittedTurns,
     Delivered,
@@ -171,10 +172,10 @@ class Registry(PoolForks, TracedDispatcher):
         if not kinds:
             return
         sessions = [*self._slots, *self._suspended.waiting_on(kinds)]
-        role = msg.name.rsplit(".", 1)[-1]
+        lost = EffectsLost(SHARED_ACTOR_ROLES[msg.name], kinds)
         for session_id in dict.fromkeys(sessions):
             self.receiveMsg_ToSession(ToSession(f"lost-{msg.name}-{session_id}", session_id,
-                                                EffectsLost(f"{role} executor", kinds)), None)
+                                                lost), None)
 
     def receiveMsg_ToSession(self, msg: ToSession, sender: Any) -> None:
         self._last_command = time.monotonic()
@@ -381,19 +382,19 @@ class Registry(PoolForks, TracedDispatcher):
     def _take_metrics(self, msg: Released) -> None:
         if not (msg.counters or msg.observations):
             return
-        if not self._metrics:
-            self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
-        self._metrics.absorb(msg.counters, msg.observations)
+        self._metric_batch().absorb(msg.counters, msg.observations)
 
     def _count_exit(self, actor: str) -> None:
-        if not self._metrics:
-            self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
-        self._metrics.inc("brain_actor_exits_total", actor=actor)
+        self._metric_batch().inc("brain_actor_exits_total", actor=actor)
 
     def _observe(self, name: str, value: float) -> None:
+        self._metric_batch().observe(name, value)
+
+    def _metric_batch(self) -> MetricBatch:
+        """The deltas the next FlushMetrics sends; its timer is armed by the first of them."""
         if not self._metrics:
             self.wakeupAfter(METRICS_FLUSH_SECS, FlushMetrics())
-        self._metrics.observe(name, value)
+        return self._metrics
 
     def _flush_metrics(self) -> None:
         counters, observations = self._metrics.take()

@@ -35,7 +35,13 @@ from brain.actors.identity import (
     require_own_admin,
     settings_identity,
 )
-from brain.actors.messages import REGISTRY_GLOBAL_NAME, Command, Reply, ToSession
+from brain.actors.messages import (
+    REGISTRY_GLOBAL_NAME,
+    SHARED_ACTOR_ROLES,
+    Command,
+    Reply,
+    ToSession,
+)
 from brain.actors.thespian_auth import authenticate_actor_messages
 from brain.actors.thespian_identify import describe_messages_lazily
 from brain.ports import local_host
@@ -223,15 +229,10 @@ class ActorGateway:
         from brain.actors.actor_supervisor import ActorSupervisor
         from brain.actors.messages import ActorsAre, WhereAre
 
-        self._connect()
-        supervisor = self._system.createActor(
-            ActorSupervisor, globalName=supervisor_global_name(self._settings.member))
-        endpoint = self._take_endpoint()
-        answer = endpoint.ask(supervisor, WhereAre(), timeout)
+        answer = self.ask_global(supervisor_global_name(self._settings.member),
+                                 ActorSupervisor, WhereAre(), timeout)
         if not isinstance(answer, ActorsAre):
-            endpoint.exit_clone()
             return None
-        self._return_endpoint(endpoint)
         self._globals.update(answer.addresses)
         return answer
 
@@ -298,9 +299,7 @@ class ActorGateway:
 def _supervised(global_name: str) -> bool:
     """Whether the ActorSupervisor creates the actor of that name (the registry and the shared
     actors), and so knows its address."""
-    from brain.actors.actor_supervisor import ROLES
-
-    return global_name in ROLES or global_name.startswith(REGISTRY_GLOBAL_NAME)
+    return global_name in SHARED_ACTOR_ROLES or global_name.startswith(REGISTRY_GLOBAL_NAME)
 
 
 def _reply_to(request_id: str, endpoint: Any, first: Any, deadline: float) -> Reply | None:

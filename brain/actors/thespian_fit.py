@@ -135,10 +135,12 @@ PATCHES: dict[str, tuple[Relied, ...]] = {
         Relied("thespian.system.systemBase", "ExternalOpsToActors._run_transport",
                ("self", "maximumDuration", "txonly", "incomingHandler")),
         Relied("thespian.system.systemBase", "systemBase.external_clone", ("self",)),
+        Relied("thespian.system.transport", "SendStatus.DeadTarget"),  # send_status
     ),
 }
 """Each patch (its module in brain/actors/) and what of Thespian 4.0.1 it replaces or uses;
-`reply_inbox` is not a patch but relies on private methods the same way."""
+`reply_inbox` (send_confirmed, send_status) is not a patch but relies on private methods the
+same way."""
 
 
 def installed_thespian() -> str | None:

@@ -47,7 +47,7 @@ from brain.actors.thespian_identify import describe_messages_lazily
 from brain.ports import local_host
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
-from brain.web.reply_inbox import ReplyInbox, send_confirmed
+from brain.web.reply_inbox import ReplyInbox, send_confirmed, send_status
 
 if TYPE_CHECKING:
     from brain.web.members import Member
@@ -244,19 +244,42 @@ class ActorGateway:
             global_name = registry_global_name(self._settings.member)
         self._globals.pop(global_name, None)
 
+    def _send_global(self, global_name: str, actor_class: Any, message: Any,
+                     timeout: float) -> tuple[Any, Any] | None:
+        """Send to a shared actor: (endpoint, address) once delivered, or None.
+
+        A cached address may be that of an actor the supervisor has since replaced
+        (brain/actors/actor_supervisor.py); its port refuses the connection, so the message
+        certainly did not arrive and goes once more to the address the supervisor names now.
+        Without this, the first request after a replacement that a web worker handles would
+        fail, although the replacement is up."""
+        for _attempt in range(2):
+            address = self._global_address(global_name, actor_class)
+            endpoint = self._take_endpoint()
+            trace_ask("send", address, message)
+            status = send_status(endpoint, address, message, timeout)
+            if status == "sent":
+                return endpoint, address
+            endpoint.exit_clone()  # a failed transmit may leave the endpoint unusable
+            self._forget_global(global_name)
+            if status != "dead":
+                return None
+        return None
+
     def ask_global(self, global_name: str, actor_class: Any, message: Any,
                    timeout: float = 5.0) -> Any:
         """Ask a singleton actor (registry, metrics) and return its answer, or None."""
-        address = self._global_address(global_name, actor_class)
-        endpoint = self._take_endpoint()
-        trace_ask("send", address, message)
-        answer = endpoint.ask(address, message, timeout)
-        if answer is not None:
-            trace_ask("recv", address, answer)
+        deadline = time.monotonic() + timeout
+        sent = self._send_global(global_name, actor_class, message, timeout)
+        if sent is None:
+            return None
+        endpoint, address = sent
+        answer = endpoint.listen(max(0.0, deadline - time.monotonic()))
         if answer is None:
             endpoint.exit_clone()
             self._forget_global(global_name)
             return None
+        trace_ask("recv", address, answer)
         self._return_endpoint(endpoint)
         return answer
 
@@ -264,11 +287,13 @@ class ActorGateway:
                          request_id: str, timeout: float) -> Reply | None:
         """Ask a singleton actor and return its Reply to `request_id`, or None when none came
         in time. Anything else the endpoint receives meanwhile is skipped."""
-        address = self._global_address(global_name, actor_class)
         deadline = time.monotonic() + timeout
-        endpoint = self._take_endpoint()
-        trace_ask("send", address, message)
-        reply = _reply_to(request_id, endpoint, endpoint.ask(address, message, timeout), deadline)
+        sent = self._send_global(global_name, actor_class, message, timeout)
+        if sent is None:
+            return None
+        endpoint, address = sent
+        first = endpoint.listen(max(0.0, deadline - time.monotonic()))
+        reply = _reply_to(request_id, endpoint, first, deadline)
         if reply is None:
             endpoint.exit_clone()
             self._forget_global(global_name)

@@ -46,18 +46,28 @@ def send_confirmed(endpoint: Any, address: Any, message: Any,
     Thespian's `tell` returns quietly when a transmit ends in failure, and an `ask` learns of
     it only because it waits on the same endpoint; a request whose answer comes to the inbox
     must learn it here, or it would wait out its whole deadline for a message never sent."""
+    return send_status(endpoint, address, message, timeout) == "sent"
+
+
+def send_status(endpoint: Any, address: Any, message: Any,
+                timeout: float = SEND_SECS) -> str:
+    """Like send_confirmed, with why: "sent"; "dead" when the target refused the connection
+    (no process listens there, so the message was certainly not delivered and may be sent
+    again to a fresh address); "failed" for any other failure or for no end in `timeout`."""
+    from thespian.system.transport import SendStatus
+
     ops = endpoint._systemBase
     watch = ops._tx_to_actor(address, message)
     limit = time.monotonic() + timeout
     while True:
         remaining = limit - time.monotonic()
         if remaining <= 0:
-            return False
+            return "failed"
         pending = ops._run_transport(remaining, txonly=True)
         if watch.failed:
-            return False
+            return "dead" if watch.failure == SendStatus.DeadTarget else "failed"
         if not pending:
-            return True
+            return "sent"
 
 
 class Waiter:

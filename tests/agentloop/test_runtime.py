@@ -175,7 +175,9 @@ def test_guest_call_loop_stops_at_the_overall_deadline(
     )
     assert 0.3 <= time.monotonic() - start < 2.0
     assert len(brain.requests) > 10  # it really was looping through the host
-    assert "guest call" in message
+    # Caught either at a guest call's deadline check or by the epoch between two calls,
+    # whichever the machine's speed makes come first; both are the overall deadline.
+    assert "turn deadline" in message, message
 
 
 def test_slow_host_call_past_the_deadline_times_out(

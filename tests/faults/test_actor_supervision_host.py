@@ -71,6 +71,12 @@ def test_a_killed_host_dispatcher_settles_the_call_a_host_held(server: BrainServ
     assert unmatched_starts(records) == [] and verify(server.data_dir, sid) == ""
     assert sum(r["kind"] == "tool_call_started" for r in records) == 1
     assert wait_for(lambda: ready(server), timeout=10, what="ready again")
+    # Each web worker still holds the dead dispatcher's address: its first ask finds the port
+    # refusing and goes to the replacement at once, not a 500 (two workers, so some of these
+    # land on each).
+    statuses = [server.request("POST", "/v1/host/poll", json={"wait_secs": 0.1, "tools": [
+        "hosted"]}, timeout=10).status_code for _ in range(6)]
+    assert statuses == [200] * 6
     again = threading.Thread(target=lambda: answer.update(server.send(sid, calls)), daemon=True)
     again.start()
     [call] = wait_for(lambda: poll(server, tools=["hosted"]), timeout=20, what="a new call")

@@ -41,6 +41,7 @@ from brain.actors.identity import (
     settings_identity,
     write_run_record,
 )
+from brain.actors.inherited_sockets import let_go_of_inherited_listeners
 from brain.actors.messages import (
     WEBHOOK_EXECUTOR_GLOBAL_NAME,
     FillPool,
@@ -325,6 +326,7 @@ def main() -> int:
         patch_forwarded_creates()
     from thespian.actors import ActorSystem
 
+    let_go_of_inherited_listeners()  # before the admin is forked (inherited_sockets.py)
     asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings, port),
                        logDefs=thespian_log_defs(THESPIAN_LOGGING))
     reap_exited_children()

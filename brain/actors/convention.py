@@ -85,8 +85,18 @@ CHECKIN_PERIOD = "00:10"
 """How often (MM:SS) a member re-registers with the leader. Thespian's default, 7 min 22 s, left
 a restarted leader without its members for minutes; a member that misses 3 check-ins is dropped."""
 
+RESTART_PERIOD = CHECKIN_PERIOD
+"""How long a member's admin waits between convention checks while it is not yet (or no longer)
+in the convention, and how often the leader re-invites a recorded member that is gone. Thespian's
+default, 3 min 22 s, is also how long a member that has just started or restarted waits before
+its first check-in: its admin sleeps that long once its first registration is answered, so the
+leader, hearing nothing for 3 check-in periods, dropped it again about 30 s after it joined and
+took it back only after those 3 min 22 s. Brain keeps both periods the same."""
+
 
 def prepare_convention_checkins(settings: Settings) -> None:
-    """Before Thespian's admin module is imported: a member checks in every CHECKIN_PERIOD."""
+    """Before Thespian's admin module is imported: a member checks in every CHECKIN_PERIOD,
+    from its first minute on."""
     if settings.member is not None:
         os.environ.setdefault("CONVENTION_REREGISTRATION_PERIOD", CHECKIN_PERIOD)
+        os.environ.setdefault("CONVENTION_RESTART_PERIOD", RESTART_PERIOD)

@@ -136,6 +136,13 @@ PATCHES: dict[str, tuple[Relied, ...]] = {
                ("self", "maximumDuration", "txonly", "incomingHandler")),
         Relied("thespian.system.systemBase", "systemBase.external_clone", ("self",)),
         Relied("thespian.system.transport", "SendStatus.DeadTarget"),  # send_status
+        Relied("thespian.system.transport", "TransmitIntent.__init__",
+               ("self", "targetAddr", "msg", "onSuccess", "onError", "maxPeriod",
+                "retryPeriod")),
+        Relied("thespian.system.systemBase", "TransmitTrack.__init__",
+               ("self", "transport", "adminAddr")),
+        Relied("thespian.system.systemBase", "TransmitTrack.transmit_failed",
+               ("self", "result", "intent")),
     ),
 }
 """Each patch (its module in brain/actors/) and what of Thespian 4.0.1 it replaces or uses;

@@ -47,6 +47,7 @@ from brain.actors.thespian_identify import describe_messages_lazily
 from brain.ports import local_host
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
+from brain.web.member_registries import LOOKUP_SECS, MemberNotReached, MemberRegistries
 from brain.web.reply_inbox import ReplyInbox, send_confirmed, send_status
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class ActorGateway:
         self._pool: list[Any] = []
         self._globals: dict[str, Any] = {}
         self._inbox: ReplyInbox | None = None
+        self._member_registries = MemberRegistries(self._look_up_member_registry)
 
     def _connect(self) -> None:
         with self._lock:
@@ -152,10 +154,10 @@ class ActorGateway:
         """Route `command` to the session and wait for its Reply; errors come back raised.
 
         `member` is another convention member whose registry holds the session; None is this
-        actor system's own registry.
+        actor system's own registry. A member that cannot be reached within LOOKUP_SECS raises
+        MemberNotReached when the command certainly did not arrive there, else Unavailable.
         """
         self._connect()
-        registry = self._registry if member is None else self._member_registry(member)
         # The client's x-request-id, so a trace (and a log line) can be found by it. Reusing it
         # for a second ask of the same request is safe: a timed-out endpoint is never reused.
         request_id = request_context.request_id.get() or uuid.uuid4().hex
@@ -165,14 +167,8 @@ class ActorGateway:
         waiter = inbox.expect(request_id)
         try:
             message = ToSession(waiter.request_id, session_id, command, reply_to=inbox.address)
-            trace_ask("send", registry, message)
-            endpoint = self._take_endpoint()
-            if send_confirmed(endpoint, registry, message):
-                self._return_endpoint(endpoint)
-                reply = waiter.wait(deadline)
-            else:
-                endpoint.exit_clone()  # a failed transmit may leave the endpoint unusable
-                reply = None
+            registry = self._send_to_registry(message, member)
+            reply = waiter.wait(deadline) if registry is not None else None
         finally:
             inbox.forget(waiter)
         if reply is None:
@@ -185,23 +181,52 @@ class ActorGateway:
             request_context.sequence.set(sequence)
         return reply_body(reply)
 
-    def _member_registry(self, member: Member) -> Any:
+    def _send_to_registry(self, message: ToSession, member: Member | None) -> Any:
+        """Deliver `message` to the registry holding its session; that registry's address,
+        or None when this member's own did not take it in SEND_SECS."""
+        if member is None:
+            trace_ask("send", self._registry, message)
+            endpoint = self._take_endpoint()
+            if send_confirmed(endpoint, self._registry, message):
+                self._return_endpoint(endpoint)
+                return self._registry
+            endpoint.exit_clone()  # a failed transmit may leave the endpoint unusable
+            return None
+        for _attempt in range(2):
+            registry = self._member_registries.address(member.name, member.identity)
+            trace_ask("send", registry, message)
+            endpoint = self._take_endpoint()
+            status = send_status(endpoint, registry, message, LOOKUP_SECS)
+            if status == "sent":
+                self._return_endpoint(endpoint)
+                return registry
+            endpoint.exit_clone()
+            if status != "dead":
+                break
+            self._member_registries.forget(member.name, registry)  # it restarted: look again
+        if status in ("dead", "unsent"):
+            raise MemberNotReached(f"member {member.name} is not reachable now; retry later")
+        raise errors.Unavailable(f"member {member.name} did not answer; retry later")
+
+    def _look_up_member_registry(self, name: str) -> Any:
         """Another member's registry, placed by Thespian: only that member's actor system
         satisfies the requirements (Registry.actorSystemCapabilityCheck), and its admin answers
-        with the registry's global name. Looked up for each create placed there (a few ms), never
-        cached: after a restart of the convention's leader the other members are not told that
-        it came back (brain/actors/roster.py), so a cached address could be a dead one."""
-        from thespian.actors import ActorSystemException
+        with the registry's global name. Blocks until Thespian answers; MemberRegistries
+        (brain/web/member_registries.py) runs it in a thread of its own and bounds the wait.
+        None when no member of that name is in the convention."""
+        from thespian.actors import ActorSystemException, ExternalContext
 
         from brain.actors.registry import Registry
 
+        context = ExternalContext(self._system._systemBase.external_clone())
         try:
-            return self._system.createActor(
-                Registry, targetActorRequirements=member_requirements(member.name),
-                globalName=registry_global_name(member.name))
+            return context.createActor(
+                Registry, targetActorRequirements=member_requirements(name),
+                globalName=registry_global_name(name))
         except ActorSystemException:  # no such member any more, or it did not answer
-            raise errors.Unavailable(f"member {member.name} is not reachable; retry later"
-                                     ) from None
+            return None
+        finally:
+            context.exit_clone()
 
     def _global_address(self, global_name: str, actor_class: Any) -> Any:
         """The address of a shared actor (created at boot; looked up once per worker, and

@@ -79,18 +79,23 @@ class Convention:
         return members
 
     def owner(self, session_id: str) -> Member | None:
-        """The other member holding `session_id`, up and answering; None when it is this one.
+        """The other member holding `session_id`; None when it is this one.
 
-        A member that is down, or was never seen, is `unavailable` (503), never `not_found`:
-        this front end cannot tell a session that does not exist from one it cannot reach.
+        Whether the owner is served is this front end's own finding, not the leader's: the
+        request is forwarded to every member whose front end is known, also one the leader has
+        dropped (a cut between the leader and that member says nothing about this member's
+        road to it), and a forward that cannot connect answers `unavailable` within its connect
+        timeout (brain/web/forwarding.py). A member never seen is `unavailable` (503) too,
+        never `not_found`: this front end cannot tell a session that does not exist from one
+        it cannot reach.
         """
         name = member_of(session_id)
         if name is None or name == self.me:
             return None
         member = self.members().get(name)
-        if member is None or not member.up or not member.url:
+        if member is None or not member.url:
             raise unavailable(name)
-        return member  # a refused forward is `unavailable` too (brain/web/forwarding.py)
+        return member
 
     def place(self) -> Member | None:
         """The member a new session goes to, in turn over those up; None means this one."""

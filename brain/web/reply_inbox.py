@@ -51,18 +51,29 @@ def send_confirmed(endpoint: Any, address: Any, message: Any,
 
 def send_status(endpoint: Any, address: Any, message: Any,
                 timeout: float = SEND_SECS) -> str:
-    """Like send_confirmed, with why: "sent"; "dead" when the target refused the connection
-    (no process listens there, so the message was certainly not delivered and may be sent
-    again to a fresh address); "failed" for any other failure or for no end in `timeout`."""
-    from thespian.system.transport import SendStatus
+    """Like send_confirmed, with why:
+
+    - "sent": delivered (the receiver acknowledged it);
+    - "dead": the target refused the connection: no process listens there, so the message was
+      certainly not delivered and may be sent again to a fresh address;
+    - "unsent": `timeout` passed before a byte of it left (a connection that never opened, as
+      across a network partition); the endpoint must then be dropped (`exit_clone`), which
+      ends the transmit, so the message is never delivered;
+    - "failed": any other failure or end of `timeout`, where it may or may not have arrived.
+    """
+    from thespian.system.systemBase import TransmitTrack
+    from thespian.system.transport import SendStatus, TransmitIntent
 
     ops = endpoint._systemBase
-    watch = ops._tx_to_actor(address, message)
+    watch = TransmitTrack(ops.transport, ops.adminAddr)
+    intent = TransmitIntent(address, message, onError=watch.transmit_failed)
+    ops.transport.scheduleTransmit(None, intent)
     limit = time.monotonic() + timeout
     while True:
         remaining = limit - time.monotonic()
         if remaining <= 0:
-            return "failed"
+            untouched = not getattr(intent, "amtSent", 0) and not intent._attempts
+            return "unsent" if untouched else "failed"
         pending = ops._run_transport(remaining, txonly=True)
         if watch.failed:
             return "dead" if watch.failure == SendStatus.DeadTarget else "failed"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from brain.actors.roster import JOIN_WAIT_SECS
 from brain.processes import listening_sockets
 from tests.support.convention import MemberServer, knows
 from tests.support.server import group_pids
@@ -196,6 +197,13 @@ def test_a_member_with_another_actor_secret_is_never_let_in(tmp_path: Path) -> N
         sid = leader.create_session()["id"]
         assert sid.endswith("-a")  # never placed on the stranger
         assert leader.send(sid, "alone")["status"] == "ended"
+        # The stranger itself says once, at error level, why it is not in (JOIN_WAIT_SECS).
+        refused = "this member has not joined the convention at"
+        wait_for(lambda: refused in stranger.log_path.read_text(errors="replace"),
+                 timeout=JOIN_WAIT_SECS + 20, what="the stranger saying it was not admitted")
+        line = next(line for line in stranger.log_path.read_text(errors="replace").splitlines()
+                    if refused in line)
+        assert "ERROR" in line and "BRAIN_ACTOR_SECRET_FILE" in line, line
     finally:
         stranger.kill()
         leader.kill()

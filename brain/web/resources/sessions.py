@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -23,11 +24,14 @@ from brain.web.contract import (
     operation,
 )
 from brain.web.gateway import ActorGateway
+from brain.web.member_registries import MemberNotReached
 from brain.web.members import Convention
 from brain.web.reads import session_resource
 from brain.web.resources.lifecycle import delete_session
 from brain.web.schema import Schema, optional
 from brain.web.shapes import MESSAGE, SESSION, SESSION_ID_STRING
+
+log = logging.getLogger(__name__)
 
 CREATE_TIMEOUT_SECS = 60.0
 MAX_LIST = 100
@@ -94,12 +98,19 @@ class SessionsResource:
         body = req.context.body
         resolved = self.config.resolve_create(body)  # configured names, the seed's messages
         member = self.convention.place() if self.convention is not None else None
-        session_id = member_session_id(new_session_id(),
-                                       member.name if member else self.settings.member)
         parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
-        view = self.gateway.request(
-            session_id, CreateSession(resolved, seed_transcript(body), traceparent=parent),
-            CREATE_TIMEOUT_SECS, member)
+        create = CreateSession(resolved, seed_transcript(body), traceparent=parent)
+        try:
+            session_id = member_session_id(new_session_id(),
+                                           member.name if member else self.settings.member)
+            view = self.gateway.request(session_id, create, CREATE_TIMEOUT_SECS, member)
+        except MemberNotReached as exc:
+            # Nothing arrived there (a partition, or it died since it was chosen): this
+            # member holds the session instead, rather than the client waiting or retrying.
+            log.warning("create placed on %s goes to this member: %s", member and member.name,
+                        exc)
+            session_id = member_session_id(new_session_id(), self.settings.member)
+            view = self.gateway.request(session_id, create, CREATE_TIMEOUT_SECS)
         resp.status = falcon.HTTP_201
         resp.media = view
         resp.set_header("Location", f"/v1/sessions/{session_id}")

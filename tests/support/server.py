@@ -73,6 +73,11 @@ class BrainServer:
         env.update(self.extra_env)
         return env
 
+    def command(self) -> list[str]:
+        """The argv that starts the server; a subclass may prefix it (e.g. `ip netns exec`),
+        as long as the prefix execs it, so the process (and its group) stays the server's."""
+        return [self.python, "-m", "brain.cli", "serve", *self.serve_args]
+
     def start(self, attempts: int = 3) -> BrainServer:
         """Start and wait for /readyz; retried on fresh ports if a port was taken meanwhile.
 
@@ -91,8 +96,7 @@ class BrainServer:
 
     def _start_once(self) -> BrainServer:
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([self.python, "-m", "brain.cli", "serve",
-                                          *self.serve_args],
+            self.proc = subprocess.Popen(self.command(),
                                          env=self.env(), stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True, cwd=self.cwd)
         deadline = time.monotonic() + START_TIMEOUT_SECS

@@ -33,7 +33,10 @@ from tests.support.thespian_scenarios import ANOTHER_SECRET, CreatesFile, thespi
 from tests.support.waiting import wait_for
 
 UNAVAILABLE = netns_unavailable()
-pytestmark = pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or "")
+# The convention's behaviour is the network's and Thespian's, not the interpreter's: CI runs
+# it on its main Python only (slow_e2e).
+pytestmark = [pytest.mark.skipif(UNAVAILABLE is not None, reason=UNAVAILABLE or ""),
+              pytest.mark.slow_e2e]
 
 NAMES = ("a", "b", "c")  # hosts 1, 2, 3 of the segment; a is the leader
 JOIN_TIMEOUT_SECS = 60.0

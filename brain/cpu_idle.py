@@ -4,7 +4,7 @@ A session actor is a process that computes: a turn that waits on its model or To
 When work waits for an actor, another actor helps only if a CPU would run it. So past a few
 actors per CPU the registry forks for its backlog only while the CPUs are not all busy: actors
 held by resident sessions (an idle TTL) leave the CPUs idle and get more actors, a fleet of
-computing turns keeps the CPUs busy and does not (brain/actors/registry.py).
+computing turns keeps the CPUs busy and does not (brain/actors/registry/actor.py).
 
 `/proc/stat`'s first line counts, since boot, the clock ticks all CPUs spent in each state; the
 idle share is the difference of two readings. A reading is reused for `MIN_INTERVAL_SECS`.

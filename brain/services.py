@@ -20,7 +20,7 @@ import sys
 import time
 
 from brain.actors.identity import read_run_record
-from brain.actors.thespian_fit import ThespianMismatch, check_thespian
+from brain.actors.thespian.fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
 from brain.data_dir import prepare_data_dir
 from brain.drain import stop_draining
@@ -43,7 +43,7 @@ def _settings(command: str) -> Settings | None:
         use_default_config_file()
         settings = Settings.from_env()
         BrainConfig.load(settings.config)
-        check_thespian()  # both tiers patch Thespian (brain/actors/thespian_fit.py)
+        check_thespian()  # both tiers patch Thespian (brain/actors/thespian/fit.py)
     except (ConfigError, SettingError, ThespianMismatch) as exc:
         print(f"brain {command}: {exc}", file=sys.stderr)
         return None

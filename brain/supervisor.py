@@ -21,7 +21,7 @@ from pathlib import Path
 
 from brain.actors.data_dir_lock import DataDirTaken, data_dir_holder
 from brain.actors.identity import ACTOR_PORT_REFUSED
-from brain.actors.thespian_fit import ThespianMismatch, check_thespian
+from brain.actors.thespian.fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
 from brain.data_dir import prepare_data_dir
 from brain.drain import start_draining, stop_draining

@@ -13,7 +13,7 @@ from brain.actors.identity import (
     settings_identity,
     write_run_record,
 )
-from brain.actors.proctitle import role_of
+from brain.actors.thespian.proctitle import role_of
 from brain.ports import free_port, local_host, port_is_free
 from brain.settings import Settings
 

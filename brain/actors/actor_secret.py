@@ -1,7 +1,7 @@
 """The actor secret: the key every Thespian frame of one Brain is signed with.
 
 Brain's actors exchange pickles over TCP, and unpickling runs code, so a frame must prove it
-comes from a process of this Brain before it is unpickled (brain/actors/thespian_auth.py). The
+comes from a process of this Brain before it is unpickled (brain/actors/thespian/auth.py). The
 proof is an HMAC keyed by this secret. Only processes that can read the secret can sign, so the
 secret lives where only Brain's own user can read it:
 

@@ -3,7 +3,7 @@
 Boot creates this one actor and asks it to start the rest (`StartSharedActors`). It creates each
 with its global name, so the admin parents it (an exiting session actor cannot take it along) and
 the web finds it by name, and Thespian tells the actor that asked for it, this one, when it
-exits (`ChildActorExited`, which brain/actors/thespian_exits.py makes carry the pid and the exit
+exits (`ChildActorExited`, which brain/actors/thespian/exits.py makes carry the pid and the exit
 code or signal). Then, within the same message:
 
 - It logs one line at error level (which actor, pid, how it ended) and counts the exit in
@@ -12,7 +12,8 @@ code or signal). Then, within the same message:
   told anyone of the exit), learns its real address from its answer to `WhichProcess`, and hands
   every user the new address with `SharedActorReplaced`. The registry then settles the work the
   dead actor held: every effect of its kinds a session still waits for ends `unknown`, never
-  sent again (brain/actors/lost_effects.py); executors settle host calls a dead HostDispatcher
+  sent again (brain/actors/registry/lost_effects.py); executors settle host calls a dead
+  HostDispatcher
   held; a new webhook executor is handed the deliveries the journals hold pending.
 - The registry itself is not replaced: the placement of sessions, the admission backlog and the
   suspended turns live in it, and no other actor holds a copy to rebuild them from while turns
@@ -31,8 +32,10 @@ from typing import Any
 
 from thespian.actors import ChildActorExited
 
-from brain.actors.exit_status import exit_status
-from brain.actors.messages import (
+from brain.actors.thespian.exit_status import exit_status
+from brain.actors.trace import TracedDispatcher
+from brain.metrics import label_key
+from brain.protocol.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     HOST_DISPATCHER_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
@@ -53,8 +56,6 @@ from brain.actors.messages import (
     WhereAre,
     WhichProcess,
 )
-from brain.actors.trace import TracedDispatcher
-from brain.metrics import label_key
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,12 @@ registry); like the registry, they get every address from the supervisor."""
 
 def shared_actor_classes() -> dict[str, type]:
     """Global name → the actor class created under it (the registry aside)."""
-    from brain.actors.environment_executor import EnvironmentExecutor
-    from brain.actors.host_dispatcher import HostDispatcher
+    from brain.actors.executors.environment import EnvironmentExecutor
+    from brain.actors.executors.host_dispatcher import HostDispatcher
+    from brain.actors.executors.model import ModelExecutor
+    from brain.actors.executors.tool import ToolExecutor
+    from brain.actors.executors.webhook import WebhookExecutor
     from brain.actors.metrics_actor import MetricsActor
-    from brain.actors.model_executor import ModelExecutor
-    from brain.actors.tool_executor import ToolExecutor
-    from brain.actors.webhook_executor import WebhookExecutor
 
     return {MODEL_EXECUTOR_GLOBAL_NAME: ModelExecutor,
             TOOL_EXECUTOR_GLOBAL_NAME: ToolExecutor,
@@ -97,7 +98,7 @@ class ActorSupervisor(TracedDispatcher):
     # --- start ----------------------------------------------------------------------------
 
     def receiveMsg_StartSharedActors(self, msg: StartSharedActors, sender: Any) -> None:
-        from brain.actors.registry import Registry
+        from brain.actors.registry.actor import Registry
 
         self._boot = sender
         self._registry_name = msg.registry

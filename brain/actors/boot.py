@@ -22,7 +22,6 @@ import threading
 import time
 
 from brain.actors.actor_secret import ActorSecretError, ensure_actor_secret
-from brain.actors.confine import confine_thespian
 from brain.actors.convention import (
     convention_capabilities,
     member_requirements,
@@ -41,8 +40,20 @@ from brain.actors.identity import (
     settings_identity,
     write_run_record,
 )
-from brain.actors.inherited_sockets import let_go_of_inherited_listeners
-from brain.actors.messages import (
+from brain.actors.registry.recovery_hand_over import hand_over_recoveries
+from brain.actors.thespian.auth import authenticate_actor_messages
+from brain.actors.thespian.confine import confine_thespian
+from brain.actors.thespian.exits import tell_how_children_exit
+from brain.actors.thespian.fit import ThespianMismatch, check_thespian
+from brain.actors.thespian.forwarded_creates import patch_forwarded_creates
+from brain.actors.thespian.inherited_sockets import let_go_of_inherited_listeners
+from brain.actors.thespian.proctitle import name_thespian_processes
+from brain.actors.thespian.speedups import speed_up_message_path
+from brain.data_dir import keep_files_private
+from brain.logs import configure_root, thespian_log_defs
+from brain.ports import free_port, local_host, port_is_free
+from brain.procstat import ProcStat, all_stats, read_stat
+from brain.protocol.messages import (
     WEBHOOK_EXECUTOR_GLOBAL_NAME,
     FillPool,
     ProcessIs,
@@ -52,17 +63,6 @@ from brain.actors.messages import (
     StartSharedActors,
     WhichProcess,
 )
-from brain.actors.proctitle import name_thespian_processes
-from brain.actors.recovery_hand_over import hand_over_recoveries
-from brain.actors.thespian_auth import authenticate_actor_messages
-from brain.actors.thespian_convention import patch_forwarded_creates
-from brain.actors.thespian_exits import tell_how_children_exit
-from brain.actors.thespian_fit import ThespianMismatch, check_thespian
-from brain.actors.thespian_speedups import speed_up_message_path
-from brain.data_dir import keep_files_private
-from brain.logs import configure_root, thespian_log_defs
-from brain.ports import free_port, local_host, port_is_free
-from brain.procstat import ProcStat, all_stats, read_stat
 from brain.sessions.scan import start_up_scan
 from brain.settings import Settings
 from brain.tracing.otel import clear_kept_traceparents
@@ -95,7 +95,7 @@ def preload_for_actors() -> None:
     fork cost ~130 ms per open. Importing creates no wasmtime Engine and no threads, so the
     fork hazard (stack hazard 4) does not apply: engines are still made after the fork.
     """
-    import brain.actors.session  # noqa: F401
+    import brain.actors.session.actor  # noqa: F401
     import brain.agentloop.runtime  # noqa: F401
     import brain.config  # noqa: F401  (a pooled actor's warm-up reads the configuration)
     import brain.environments  # noqa: F401
@@ -107,8 +107,8 @@ def preload_for_actors() -> None:
 def precompile_agentloops(settings: Settings) -> None:
     """Compile the configured Agentloop components now, in a child process, so no turn waits
     seconds for a compile and no actor compiles one (brain/agentloop/precompile.py)."""
-    from brain.actors.activation import wasm_cache_dir
-    from brain.actors.registry_forks import configured_modules
+    from brain.actors.registry.forks import configured_modules
+    from brain.actors.session.activation import wasm_cache_dir
     from brain.agentloop.precompile import precompile_in_child
     from brain.durable_dirs import make_dirs_durable
 
@@ -299,13 +299,14 @@ def main() -> int:
     configure_root(logging.WARNING)
     prepare_convention_checkins(settings)  # before Thespian's admin module is imported
     try:
-        check_thespian()  # every patch below fits the installed Thespian (thespian_fit.py)
+        # every patch below fits the installed Thespian (brain/actors/thespian/fit.py)
+        check_thespian()
     except ThespianMismatch as exc:
         return refuse(str(exc))
     confine_thespian(settings.actor_bind, convention=settings.member is not None)
     speed_up_message_path()  # the admin and every actor are forks of this process
     tell_how_children_exit()  # a supervisor's exit notices name the pid and the signal
-    try:  # every frame signed, and checked before it is unpickled (thespian_auth.py)
+    try:  # every frame signed, and checked before it is unpickled (brain/actors/thespian/auth.py)
         authenticate_actor_messages(ensure_actor_secret(settings))
     except ActorSecretError as exc:
         return refuse(str(exc))
@@ -326,7 +327,8 @@ def main() -> int:
         patch_forwarded_creates()
     from thespian.actors import ActorSystem
 
-    let_go_of_inherited_listeners()  # before the admin is forked (inherited_sockets.py)
+    # before the admin is forked (brain/actors/thespian/inherited_sockets.py)
+    let_go_of_inherited_listeners()
     asys = ActorSystem("multiprocTCPBase", actor_capabilities(settings, port),
                        logDefs=thespian_log_defs(THESPIAN_LOGGING))
     reap_exited_children()

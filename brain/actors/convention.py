@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from brain.actors.messages import REGISTRY_GLOBAL_NAME
+from brain.protocol.messages import REGISTRY_GLOBAL_NAME
 from brain.settings import MEMBER_NAME, Settings
 
 MEMBER_CAPABILITY = "Brain Member"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from brain.actors.messages import MetricsReport, MetricsScrape
 from brain.actors.trace import TracedDispatcher
 from brain.metrics import MetricState
+from brain.protocol.messages import MetricsReport, MetricsScrape
 
 
 class MetricsActor(TracedDispatcher):

@@ -15,8 +15,8 @@ from typing import Any
 from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from brain import request_context
-from brain.actors.messages import ProcessIs, WhichProcess
 from brain.logs import json_logs
+from brain.protocol.messages import ProcessIs, WhichProcess
 from brain.tracing import writer
 from brain.tracing.lines import HOUSEKEEPING, address, describe, message_type
 

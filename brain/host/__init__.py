@@ -2,7 +2,7 @@
 
 A pure layer, like brain/tools and brain/environments: the wire rules (`protocol`) and the
 bookkeeping of pending calls and waiting polls (`ledger`) with no actors, journal or settings.
-The HostDispatcher actor (brain/actors/host_dispatcher.py) wraps the ledger; see
+The HostDispatcher actor (brain/actors/executors/host_dispatcher.py) wraps the ledger; see
 docs/host-tools.md.
 """
 

@@ -97,7 +97,7 @@ class MessagesText:
 
     Pickling hundreds of decoded messages for the model executor, and unpickling them there,
     grew with the conversation; text pickles as one string, and the executor decodes only what
-    it has not seen (brain/actors/messages_cache.py)."""
+    it has not seen (brain/actors/executors/messages_cache.py)."""
 
     text: str
 

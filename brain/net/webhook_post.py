@@ -1,7 +1,7 @@
 """One webhook attempt: a signed POST, answered by a 2xx or counted as failed.
 
 Nothing here retries or decides what comes next: the webhook executor
-(brain/actors/webhook_executor.py) does. What a failed attempt reports is the receiver's status
+(brain/actors/executors/webhook.py) does. What a failed attempt reports is the receiver's status
 or a short reason from brain/net (which never quotes a header or a body), so it can be
 journaled: the secret and the signature stay out of it.
 """

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from brain.actors.activation import wasm_cache_dir
+from brain.actors.session.activation import wasm_cache_dir
 from brain.agentloop import AgentloopError, AgentloopRuntime
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep

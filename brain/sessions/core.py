@@ -1,6 +1,6 @@
 """The session core: every decision of one session, as a pure function `step(state, input, now)`.
 
-No actor, no disk, no clock: the session actor (brain/actors/session.py) turns each message it
+No actor, no disk, no clock: the session actor (brain/actors/session/actor.py) turns each message it
 receives into an input, calls `step`, and carries out the Step it returns (state.py says in which
 order). Here are the commands and the idle rule; a turn's life is in turns.py and the
 Agentloop's guest calls in guest_ops.py. Records are built by brain/sessions/records.py and get
@@ -14,8 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 from brain import errors
-from brain.actors.effect_messages import EffectDone, Parked, RunEnvironmentOp
-from brain.actors.messages import (
+from brain.effects import Outcome
+from brain.protocol.effects import EffectDone, Parked, RunEnvironmentOp
+from brain.protocol.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
     CancelTurn,
@@ -33,7 +34,6 @@ from brain.actors.messages import (
     TurnDeadline,
     WebhookRecord,
 )
-from brain.effects import Outcome
 from brain.sessions import guest_ops, records, suspension, turns, webhooks
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import (

@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from brain import errors
-from brain.actors.messages import CreateSession
 from brain.journal.projection import Projection
 from brain.journal.projection_at import projection_at
+from brain.protocol.messages import CreateSession
 
 
 def fork_of(parent_id: str, parent_dir: Path, last_sequence: int,

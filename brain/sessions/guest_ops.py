@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from brain import errors
-from brain.actors.effect_messages import RunModelCall, RunToolCall
-from brain.actors.messages import MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME
 from brain.journal.transcript_text import portable
+from brain.protocol.effects import RunModelCall, RunToolCall
+from brain.protocol.messages import MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME
 from brain.sessions import records
 from brain.sessions.extension_events import EventRefused, check_event
 from brain.sessions.state import GuestCall, Pending, Telemetry, ToolBatch

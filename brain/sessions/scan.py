@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from brain.actors.messages import DeliverWebhook
+from brain.protocol.messages import DeliverWebhook
 
 IN_FLIGHT = ("creating", "running", "ending")
 

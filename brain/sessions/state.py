@@ -1,7 +1,7 @@
 """The session core's vocabulary: its state, what it is told (inputs) and what it decides (a Step).
 
 Everything here is a frozen value with no actor, no disk and no clock: the session actor
-(brain/actors/session.py) turns messages into inputs, calls `brain.sessions.core.step`, and
+(brain/actors/session/actor.py) turns messages into inputs, calls `brain.sessions.core.step`, and
 carries out the Step it gets back in one fixed order (commit, send, act, reply, checkpoint,
 timers). See docs/architecture.md, "The session core".
 """
@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from brain.actors.messages import Delivered
 from brain.errors import BrainError
 from brain.journal import Projection
+from brain.protocol.messages import Delivered
 
 
 class Phase(enum.Enum):
@@ -132,7 +132,7 @@ def new_session(session_id: str, limits: Limits) -> SessionState:
 # --- inputs ---------------------------------------------------------------------------------
 # Besides these, the core takes these messages as they are: EffectDone from an executor,
 # ActivationFinished from the activation thread, and the timers IdleTimeout, TurnDeadline and
-# CancelGrace (brain/actors/messages.py).
+# CancelGrace (brain/protocol/messages.py).
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class RecordedOutcome:
 
 @dataclass(frozen=True)
 class Send:
-    """A message to a shared actor, by its global name (brain/actors/messages.py) or
+    """A message to a shared actor, by its global name (brain/protocol/messages.py) or
     `REGISTRY`; sent only after this Step's records are durable."""
 
     to: str

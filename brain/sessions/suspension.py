@@ -18,8 +18,8 @@ open without the turn finds an interrupted one (recovery.py).
 
 from __future__ import annotations
 
-from brain.actors.effect_messages import Parked
-from brain.actors.messages import ReleaseMe, TurnDeadline
+from brain.protocol.effects import Parked
+from brain.protocol.messages import ReleaseMe, TurnDeadline
 from brain.sessions.state import REGISTRY, Phase, SessionState, SuspendActivation, Turn
 from brain.sessions.tx import Tx
 

@@ -21,16 +21,16 @@ from dataclasses import replace
 from typing import Any
 
 from brain import errors
-from brain.actors.effect_messages import CancelEffect, EffectDone
-from brain.actors.messages import (
+from brain.effects import Outcome
+from brain.journal import fold_all
+from brain.protocol.effects import CancelEffect, EffectDone
+from brain.protocol.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
     StartTurn,
     TurnDeadline,
 )
-from brain.effects import Outcome
-from brain.journal import fold_all
 from brain.sessions import records, webhooks
 from brain.sessions.extension_events import EventRefused, check_event, event_size
 from brain.sessions.state import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from brain.actors.messages import (
+from brain.protocol.messages import (
     WEBHOOK_EXECUTOR_GLOBAL_NAME,
     DeliverWebhook,
     WebhookRecord,

@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from brain import errors
-from brain.actors.admission_board import BoardReader
-from brain.actors.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
+from brain.actors.registry.admission_board import BoardReader
 from brain.admitted import admitted_sessions, mark_admitted
 from brain.journal import JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher
 from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
 from brain.memory_budget import MemoryBudget
+from brain.protocol.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
 from brain.sessions import core
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import Limits, Opened, new_session
@@ -162,7 +162,7 @@ class Admission:
 
     def _send_to_registry(self, session_ids: tuple[str, ...]) -> bool:
         """True once the registry confirmed it holds the turns."""
-        from brain.actors.registry import Registry
+        from brain.actors.registry.actor import Registry
 
         request_id = f"admitted-{uuid.uuid4().hex}"
         reply = self._gateway.ask_global_reply(REGISTRY_GLOBAL_NAME, Registry,

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from brain import errors, request_context
 from brain.actors.actor_secret import ActorSecretError, read_actor_secret
-from brain.actors.confine import confine_thespian
 from brain.actors.convention import (
     member_requirements,
     registry_global_name,
@@ -35,16 +34,17 @@ from brain.actors.identity import (
     require_own_admin,
     settings_identity,
 )
-from brain.actors.messages import (
+from brain.actors.thespian.auth import authenticate_actor_messages
+from brain.actors.thespian.confine import confine_thespian
+from brain.actors.thespian.identify import describe_messages_lazily
+from brain.ports import local_host
+from brain.protocol.messages import (
     REGISTRY_GLOBAL_NAME,
     SHARED_ACTOR_ROLES,
     Command,
     Reply,
     ToSession,
 )
-from brain.actors.thespian_auth import authenticate_actor_messages
-from brain.actors.thespian_identify import describe_messages_lazily
-from brain.ports import local_host
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
 from brain.web.member_registries import LOOKUP_SECS, MemberNotReached, MemberRegistries
@@ -75,14 +75,14 @@ class ActorGateway:
             self._require_admin(port)
             confine_thespian(self._settings.actor_bind,
                              convention=self._settings.member is not None)
-            describe_messages_lazily()  # every request sends; see thespian_identify.py
-            try:  # every frame signed and checked, as the actors do (thespian_auth.py)
+            describe_messages_lazily()  # every request sends; see brain/actors/thespian/identify.py
+            try:  # every frame signed and checked, as the actors do (brain/actors/thespian/auth.py)
                 authenticate_actor_messages(read_actor_secret(self._settings))
             except ActorSecretError as exc:
                 raise errors.Internal(f"the actor system cannot be reached: {exc}") from None
             from thespian.actors import ActorSystem, ActorSystemException
 
-            from brain.actors.registry import Registry
+            from brain.actors.registry.actor import Registry
 
             try:
                 system = ActorSystem("multiprocTCPBase", {"Admin Port": port})
@@ -216,7 +216,7 @@ class ActorGateway:
         None when no member of that name is in the convention."""
         from thespian.actors import ActorSystemException, ExternalContext
 
-        from brain.actors.registry import Registry
+        from brain.actors.registry.actor import Registry
 
         context = ExternalContext(self._system._systemBase.external_clone())
         try:
@@ -252,7 +252,7 @@ class ActorGateway:
         """The supervisor's ActorsAre (live shared actors and missing roles), or None when it
         did not answer; the addresses it names are remembered."""
         from brain.actors.actor_supervisor import ActorSupervisor
-        from brain.actors.messages import ActorsAre, WhereAre
+        from brain.protocol.messages import ActorsAre, WhereAre
 
         answer = self.ask_global(supervisor_global_name(self._settings.member),
                                  ActorSupervisor, WhereAre(), timeout)
@@ -338,7 +338,7 @@ class ActorGateway:
 
     def ping(self, timeout: float = 2.0) -> bool:
         """True when the registry answers: the actor system is up and reachable."""
-        from brain.actors.registry import Registry
+        from brain.actors.registry.actor import Registry
 
         try:
             return self.ask_global(REGISTRY_GLOBAL_NAME, Registry, "ping", timeout) == "pong"

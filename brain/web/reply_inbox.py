@@ -26,7 +26,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from brain.actors.messages import Reply
+from brain.protocol.messages import Reply
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
-"""Admitted turns held back during a burst of submits (brain/actors/admitted_starts.py)."""
+"""Admitted turns held back during a burst of submits (brain/actors/registry/admitted_starts.py)."""
 
 from __future__ import annotations
 
-from brain.actors.admitted_starts import DeferredStarts
+from brain.actors.registry.admitted_starts import DeferredStarts
 
 
 def test_turns_start_in_order_once_the_submits_are_quiet() -> None:

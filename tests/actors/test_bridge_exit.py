@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from thespian.actors import ActorExitRequest, ThespianWatch
 
-from brain.actors.environment_executor import EnvironmentExecutor
-from brain.actors.model_executor import ModelExecutor
-from brain.actors.session import SessionActor
-from brain.actors.tool_executor import ToolExecutor
+from brain.actors.executors.environment import EnvironmentExecutor
+from brain.actors.executors.model import ModelExecutor
+from brain.actors.executors.tool import ToolExecutor
+from brain.actors.session.actor import SessionActor
 
 BRIDGED_ACTORS = [SessionActor, ModelExecutor, ToolExecutor, EnvironmentExecutor]
 

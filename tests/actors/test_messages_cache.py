@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from brain.actors.messages_cache import MessagesCache
+from brain.actors.executors.messages_cache import MessagesCache
 from brain.journal.transcript_text import MessagesText, json_text
 
 

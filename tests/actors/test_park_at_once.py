@@ -1,4 +1,5 @@
-"""Parking an effect as it is sent (brain/actors/park_at_once.py): the session actor marks it,
+"""Parking an effect as it is sent (brain/actors/session/park_at_once.py): the session actor marks
+it,
 and the executor sends its outcome to the registry with no `Parked`; an unmarked effect is the
 executor's to park, as before.
 
@@ -14,17 +15,17 @@ from typing import Any
 
 import pytest
 
-from brain.actors.admission_board import BoardReader, BoardWriter
-from brain.actors.effect_messages import (
+from brain.actors.executors.model import ModelExecutor
+from brain.actors.registry.admission_board import BoardReader, BoardWriter
+from brain.actors.session.park_at_once import ParkAtOnce
+from brain.protocol.effects import (
     EffectDone,
     Parked,
     RunEnvironmentOp,
     RunModelCall,
     RunToolCall,
 )
-from brain.actors.messages import REGISTRY_GLOBAL_NAME, Services
-from brain.actors.model_executor import ModelExecutor
-from brain.actors.park_at_once import ParkAtOnce
+from brain.protocol.messages import REGISTRY_GLOBAL_NAME, Services
 
 WAITING = {"name": "slow", "provider": "scripted", "script": [{"text": "hi", "delay_ms": 30}]}
 AT_ONCE = {"name": "quick", "provider": "scripted", "script": [{"text": "hi"}]}

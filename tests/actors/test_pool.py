@@ -1,9 +1,10 @@
-"""The pool's counting (brain/actors/pool.py), without actors: which actor is handed out, which
+"""The pool's counting (brain/actors/registry/pool.py), without actors: which actor is handed out,
+which
 is taken back, which retires."""
 
 from __future__ import annotations
 
-from brain.actors.pool import SessionActorPool
+from brain.actors.registry.pool import SessionActorPool
 
 
 def test_the_warmest_actor_is_handed_out_and_counted() -> None:

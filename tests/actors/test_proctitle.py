@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from brain.actors.proctitle import role_of, short_name
+from brain.actors.thespian.proctitle import role_of, short_name
 
 NAME_AND_READ_STAT = """
-from brain.actors.proctitle import name_process
+from brain.actors.thespian.proctitle import name_process
 name_process("actor system")
 print(open("/proc/self/comm").read().strip())
 print(open("/proc/self/cmdline", "rb").read().split(b"\\0")[0].decode())
@@ -33,7 +33,7 @@ def test_roles_and_short_names() -> None:
 def test_an_actor_in_its_hosts_process_leaves_the_hosts_priority_alone() -> None:
     import os
 
-    from brain.actors.priority import lower_own_priority
+    from brain.actors.session.priority import lower_own_priority
 
     before = os.getpriority(os.PRIO_PROCESS, 0)
     lower_own_priority(5)  # as a SessionActor made on simpleSystemBase, in this process

@@ -1,4 +1,5 @@
-"""Boot's start-up recoveries reach the registry, confirmed (brain/actors/recovery_hand_over.py).
+"""Boot's start-up recoveries reach the registry, confirmed
+(brain/actors/registry/recovery_hand_over.py).
 
 The real Registry runs in-process on Thespian's simpleSystemBase with a fixed pool of stand-in
 session actors that count the `Recover` commands delivered to them. Registries that drop a
@@ -13,8 +14,9 @@ from typing import Any
 import pytest
 from thespian.actors import ActorSystem, ActorTypeDispatcher
 
-from brain.actors import recovery_hand_over
-from brain.actors.messages import (
+from brain.actors.registry import recovery_hand_over
+from brain.actors.registry.recovery_hand_over import RecoveryNotTaken, hand_over_recoveries
+from brain.protocol.messages import (
     Delivered,
     FillPool,
     Recover,
@@ -22,7 +24,6 @@ from brain.actors.messages import (
     Warmed,
     WarmUp,
 )
-from brain.actors.recovery_hand_over import RecoveryNotTaken, hand_over_recoveries
 from tests.support.registry_harness import FixedPoolRegistry, in_process_actors
 
 ASK_SECS = 5

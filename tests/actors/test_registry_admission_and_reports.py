@@ -1,11 +1,12 @@
 """The registry's side of the hand-over of admitted turns and of deferred release reports
-(brain/actors/registry.py).
+(brain/actors/registry/actor.py).
 
 A web worker sends `AdmittedTurns` until the registry answers `Reply(request_id)`, so a batch
 whose answer was lost arrives twice. The registry must confirm every batch, and must not queue
 a session's admitted turn twice while it waits in the backlog for an actor.
 
-A session actor reports its releases late (brain/actors/release_report.py). When work starts
+A session actor reports its releases late (brain/actors/registry/release_report.py). When work
+starts
 to wait for an actor, the registry asks each actor holding a slot to report now, once per
 command forwarded; a report that covers several opens counts them all toward recycling.
 
@@ -22,8 +23,8 @@ from typing import Any
 import pytest
 from thespian.actors import ActorSystem, ActorTypeDispatcher
 
-from brain.actors.admitted_starts import QUIET_SECS
-from brain.actors.messages import (
+from brain.actors.registry.admitted_starts import QUIET_SECS
+from brain.protocol.messages import (
     AdmittedTurns,
     CancelTurn,
     Delivered,
@@ -102,7 +103,7 @@ def start_registry(actors: ActorSystem) -> Any:
 
 def hand_over(actors: ActorSystem, registry: Any, request_id: str, *session_ids: str) -> None:
     """Hand admitted turns over, and wait out the moment the registry holds them back while
-    submits stream in (brain/actors/admitted_starts.py)."""
+    submits stream in (brain/actors/registry/admitted_starts.py)."""
     answer = actors.ask(registry, AdmittedTurns(request_id, session_ids), ASK_SECS)
     assert isinstance(answer, Reply) and answer.request_id == request_id, answer
     assert answer.body == {"taken": len(session_ids)}

@@ -1,4 +1,5 @@
-"""The release protocol between the Registry and its session actors (brain/actors/registry.py).
+"""The release protocol between the Registry and its session actors
+(brain/actors/registry/actor.py).
 
 A session actor drops its session when idle and says `Released(session_id, handled)`. The
 registry takes the actor back only if it forwarded no more commands than that; a command that
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 from thespian.actors import ActorSystem, ActorTypeDispatcher
 
-from brain.actors.messages import (
+from brain.protocol.messages import (
     CancelTurn,
     Delivered,
     FillPool,

@@ -1,4 +1,5 @@
-"""A session actor's unreported releases (brain/actors/release_report.py): one report covers
+"""A session actor's unreported releases (brain/actors/registry/release_report.py): one report
+covers
 every release of the session since the last, with the commands handled and the opens summed and
 the metric deltas merged; it is due REPORT_DELAY_SECS after the latest release."""
 
@@ -6,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from brain.actors.messages import Released
-from brain.actors.release_report import REPORT_DELAY_SECS, ReleaseReports
+from brain.actors.registry.release_report import REPORT_DELAY_SECS, ReleaseReports
+from brain.protocol.messages import Released
 
 
 def test_nothing_pending_reports_nothing() -> None:

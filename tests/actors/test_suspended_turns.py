@@ -1,10 +1,11 @@
-"""The registry's table of suspended turns (brain/actors/suspended_turns.py), without actors."""
+"""The registry's table of suspended turns (brain/actors/registry/suspended_turns.py), without
+actors."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brain.actors.suspended_turns import SuspendedTurns
+from brain.actors.registry.suspended_turns import SuspendedTurns
 
 
 @dataclass(frozen=True)

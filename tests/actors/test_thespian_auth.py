@@ -1,4 +1,5 @@
-"""Only frames signed with the actor secret are unpickled (thespian_auth.py; report 9 of
+"""Only frames signed with the actor secret are unpickled (brain/actors/thespian/auth.py; report 9
+of
 docs/thespian-patches.md). The patch is per process, so everything that applies it runs in a
 scenario of its own interpreter (tests/support/thespian_scenarios.py)."""
 
@@ -15,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from brain.actors import thespian_auth
-from brain.actors.thespian_auth import TAG_BYTES, sign, verified_payload
+from brain.actors.thespian import auth as thespian_auth
+from brain.actors.thespian.auth import TAG_BYTES, sign, verified_payload
 from tests.support.thespian_scenarios import (
     ANOTHER_SECRET,
     SCENARIO_SECRET,
@@ -109,7 +110,7 @@ def test_every_process_that_confines_thespian_also_signs_its_frames() -> None:
 
 
 def test_a_second_secret_in_one_process_is_refused() -> None:
-    code = ("from brain.actors.thespian_auth import authenticate_actor_messages as a\n"
+    code = ("from brain.actors.thespian.auth import authenticate_actor_messages as a\n"
             f"a({SCENARIO_SECRET!r}); a({SCENARIO_SECRET!r})\n"
             "try:\n"
             f"    a({ANOTHER_SECRET!r})\n"

@@ -1,7 +1,7 @@
 """A member's admin forgets a create once it forwarded it, and answers one nobody can take.
 
 Both run Thespian's own admin code (tests/support/thespian_scenarios.py) with and without
-brain/actors/thespian_convention.py; docs/thespian-patches.md has the reports.
+brain/actors/thespian/forwarded_creates.py; docs/thespian-patches.md has the reports.
 """
 
 from __future__ import annotations

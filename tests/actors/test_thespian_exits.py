@@ -1,11 +1,11 @@
-"""A ChildActorExited names the pid and how the child ended (thespian_exits.py;
+"""A ChildActorExited names the pid and how the child ended (brain/actors/thespian/exits.py;
 docs/thespian-patches.md has the report), in a real actor system of a fresh interpreter."""
 
 from __future__ import annotations
 
 import signal
 
-from brain.actors.exit_status import exit_status
+from brain.actors.thespian.exit_status import exit_status
 from tests.support.thespian_scenarios import run_scenario
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from thespian.system.transport import TCPTransport as tcp
 
-from brain.actors import thespian_reuse
-from brain.actors.thespian_fit import PATCHES, THESPIAN_VERSION, ThespianMismatch, check_thespian
-from brain.actors.thespian_identify import describe_messages_lazily
+from brain.actors.thespian import reuse as thespian_reuse
+from brain.actors.thespian.fit import PATCHES, THESPIAN_VERSION, ThespianMismatch, check_thespian
+from brain.actors.thespian.identify import describe_messages_lazily
 from brain.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +60,7 @@ def test_a_changed_signature_is_refused_naming_the_parameters(
 
 
 def test_a_module_that_does_not_import_is_refused() -> None:
-    from brain.actors.thespian_fit import Relied
+    from brain.actors.thespian.fit import Relied
 
     table = {"thespian_select": (Relied("thespian.system.transport.NoSuchModule", "selectors"),)}
     assert "thespian.system.transport.NoSuchModule.selectors cannot be imported" in refusal(

@@ -1,5 +1,5 @@
 """Thespian describes a message for its debug log only when the line is written
-(thespian_identify.py; docs/thespian-patches.md has the report)."""
+(brain/actors/thespian/identify.py; docs/thespian-patches.md has the report)."""
 
 from __future__ import annotations
 

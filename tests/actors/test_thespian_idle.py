@@ -1,4 +1,5 @@
-"""Thespian's loop walks its idle connections without rehashing addresses (thespian_idle.py)."""
+"""Thespian's loop walks its idle connections without rehashing addresses
+(brain/actors/thespian/idle.py)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_a_kept_hash_is_the_computed_one_and_never_travels() -> None:
     code = textwrap.dedent("""
         import pickle, socket
         from thespian.system.transport.IPBase import IPActorAddress
-        from brain.actors.thespian_idle import cheapen_idle_socket_walk
+        from brain.actors.thespian.idle import cheapen_idle_socket_walk
 
         def address(port):
             return IPActorAddress(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP,

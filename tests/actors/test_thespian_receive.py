@@ -6,7 +6,7 @@ from __future__ import annotations
 import pickle
 import socket
 
-from brain.actors.thespian_receive import PEEK_BYTES, message_length, read_messages_whole
+from brain.actors.thespian.receive import PEEK_BYTES, message_length, read_messages_whole
 from tests.support.thespian_scenarios import run_scenario
 
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from brain.actors.thespian_select import OneShotPoll
+from brain.actors.thespian.poll import OneShotPoll
 from tests.support.thespian_scenarios import run_scenario
 
 

@@ -2,7 +2,7 @@
 
 Thespian 4.0.1, with socket reuse on, can close the idle connection a peer has just picked for
 its next message; the message then waited 35 s for Thespian's retry or was dropped as sent to a
-dead target (brain/actors/thespian_reuse.py). Two real actors in a real multiprocTCPBase system
+dead target (brain/actors/thespian/reuse.py). Two real actors in a real multiprocTCPBase system
 exchange bounded bursts of 2 MB pings and their pongs, so that the two directions cross while a
 connection is still being read: without the patch some pair did not finish within the deadline
 in every run measured, with it all finish in about a second.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from thespian.system.transport import TCPTransport
 
-from brain.actors.thespian_reuse import closed_by_peer
+from brain.actors.thespian.reuse import closed_by_peer
 from tests.support.thespian_scenarios import run_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ def test_bursts_both_ways_lose_no_message_with_reused_connections() -> None:
 
 
 def test_brain_keeps_connections_open_between_messages() -> None:
-    from brain.actors.confine import confine_thespian
+    from brain.actors.thespian.confine import confine_thespian
 
     confine_thespian("127.0.0.1")
     assert TCPTransport.REUSE_SOCKETS is True

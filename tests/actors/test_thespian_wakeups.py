@@ -1,4 +1,5 @@
-"""Arming a wakeup inserts it in place (thespian_wakeups.py): same order, far fewer comparisons."""
+"""Arming a wakeup inserts it in place (brain/actors/thespian/wakeups.py): same order, far fewer
+comparisons."""
 
 from __future__ import annotations
 

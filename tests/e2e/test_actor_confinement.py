@@ -28,7 +28,8 @@ def test_every_listening_socket_is_loopback(brain_server: BrainServer) -> None:
 
 def test_each_actor_port_is_held_by_the_one_process_that_listens_on_it(
         brain_server: BrainServer) -> None:
-    """A fork copies descriptors: without letting go of them (brain/actors/inherited_sockets.py)
+    """A fork copies descriptors: without letting go of them
+    (brain/actors/thespian/inherited_sockets.py)
     every actor held the boot process's and the admin's listening sockets, ports nobody
     accepted on. Only gunicorn's workers share a listener (the HTTP port), by design."""
     sid = brain_server.create_session()["id"]

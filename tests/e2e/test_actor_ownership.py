@@ -22,7 +22,7 @@ from tests.support.sse import SseClient
 GATEWAY_PROBE = """
 import json
 from brain import errors
-from brain.actors.messages import Recover
+from brain.protocol.messages import Recover
 from brain.settings import Settings
 from brain.web.gateway import ActorGateway
 

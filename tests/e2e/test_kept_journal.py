@@ -1,5 +1,6 @@
 """A released session's next open on the same actor takes up the writer it kept
-(brain/actors/kept_journal.py), and refuses it when anything else wrote the journal meanwhile:
+(brain/actors/session/kept_journal.py), and refuses it when anything else wrote the journal
+meanwhile:
 here a web worker admitting a submitted turn with no actor on the session. One actor serves
 the whole server, so every open of the session is that actor's; `brain_journal_opens_total`
 says which kind each was."""

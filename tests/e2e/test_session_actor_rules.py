@@ -162,7 +162,7 @@ def test_a_text_turn_wakes_the_actor_only_for_the_model_call_and_the_end(
     server: BrainServer, tmp_path: Path
 ) -> None:
     """The default Agentloop's transcript.read and both transcript.sets are carried out on the
-    activation's thread (brain/actors/session_inline.py): of the guest's work only model.call
+    activation's thread (brain/actors/session/inline.py): of the guest's work only model.call
     (which sends) and the activation's end reach the actor through the bridge."""
     sid = server.create_session()["id"]
     # Each release is reported REPORT_DELAY_SECS after it, unless the session opened again in

@@ -1,4 +1,4 @@
-"""Warm session actors (brain/actors/pool.py): turns are served by actors forked before the
+"""Warm session actors (brain/actors/registry/pool.py): turns are served by actors forked before the
 request, a released actor keeps nothing of its session, actors are recycled, and a pooled actor
 that dies is replaced. Processes are told apart from outside, by their `ps` title and /proc."""
 
@@ -95,7 +95,8 @@ def test_a_released_actor_keeps_nothing_of_its_session(one_actor: BrainServer) -
     (actor,) = titled(s, f"brain: session {first}".encode())
     # Released: the same process waits in the pool, titled as such, with no session file open.
     wait_for(lambda: actor in titled(s, POOLED), timeout=10, what="the actor back in the pool")
-    wait_for_no_open_session_actor(s)  # and the registry told so (release_report.py)
+    # and the registry told so (brain/actors/registry/release_report.py)
+    wait_for_no_open_session_actor(s)
     held = [p for p in open_files(actor)
             if p.startswith((str(s.data_dir / "sessions"), str(s.data_dir / "environments")))]
     assert held == []

@@ -178,7 +178,7 @@ def test_three_members_know_each_other_through_the_leader(tmp_path: Path) -> Non
 
 
 def test_a_member_with_another_actor_secret_is_never_let_in(tmp_path: Path) -> None:
-    """Every frame is signed with the actor secret (brain/actors/thespian_auth.py): a server
+    """Every frame is signed with the actor secret (brain/actors/thespian/auth.py): a server
     that names the convention but holds another secret has its frames dropped unread."""
     leader = MemberServer(tmp_path, "a", LEADER_HOST)
     stranger = MemberServer(tmp_path, "b", MEMBER_HOST, leader)

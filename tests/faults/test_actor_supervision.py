@@ -52,7 +52,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrainServer]:
 
 
 def processes_named(s: BrainServer, comm: str) -> list[int]:
-    """The server's processes whose kernel name (brain/actors/proctitle.py) starts `comm`."""
+    """The server's processes whose kernel name (brain/actors/thespian/proctitle.py) starts
+    `comm`."""
     found = []
     for pid in group_pids(s.proc.pid):
         try:

@@ -59,7 +59,7 @@ ONE_PROCESS_SHARE = 0.3
 """The share of rounds that SIGKILL one actor process instead of the whole server."""
 REPLACEABLE = ("brain-model-exe", "brain-tool-exec", "brain-host-disp", "brain-metrics",
                "brain-webhook-e", "brain-session", "brain-pooled-se")
-"""Kernel names (brain/actors/proctitle.py) of the actor processes the server replaces."""
+"""Kernel names (brain/actors/thespian/proctitle.py) of the actor processes the server replaces."""
 
 
 def kill_one_actor(server: BrainServer, rng: random.Random) -> None:

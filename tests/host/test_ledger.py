@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from brain.actors.host_call_messages import HostCallOffer, HostPoll
 from brain.host import AnswerRefused, Ledger
 from brain.host.ledger import PollAnswer
+from brain.protocol.host_calls import HostCallOffer, HostPoll
 
 
 def offer(seq: int = 1, name: str = "hosted", session: str = "s1") -> HostCallOffer:

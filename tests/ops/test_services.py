@@ -160,7 +160,7 @@ def test_json_logs_name_the_request_and_the_session(tmp_path: Path) -> None:
         assert sent.status_code == 500
         request_id = sent.headers["x-request-id"]
 
-        def damage_line(logger: str = "brain.actors.session") -> dict | None:
+        def damage_line(logger: str = "brain.actors.session.actor") -> dict | None:
             for raw in server.log().splitlines():
                 line = json.loads(raw) if raw.startswith("{") and request_id in raw else {}
                 if line.get("logger") == logger:
@@ -172,7 +172,7 @@ def test_json_logs_name_the_request_and_the_session(tmp_path: Path) -> None:
         assert line is not None
         assert (line["request_id"], line["session_id"], line["level"]) == (request_id, sid,
                                                                           "ERROR")
-        assert "damaged" in line["message"] and line["logger"] == "brain.actors.session"
+        assert "damaged" in line["message"] and line["logger"] == "brain.actors.session.actor"
         found = damage_line("brain.damage_report")  # its first detection, said once
         assert found is not None and (found["session_id"], found["level"]) == (sid, "WARNING")
     finally:

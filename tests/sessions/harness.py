@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from brain.actors.effect_messages import EffectDone
-from brain.actors.messages import (
+from brain.effects import Outcome
+from brain.journal import empty_projection
+from brain.protocol.effects import EffectDone
+from brain.protocol.messages import (
     CancelTurn,
     CreateSession,
     DeleteSession,
@@ -14,8 +16,6 @@ from brain.actors.messages import (
     Recover,
     StartTurn,
 )
-from brain.effects import Outcome
-from brain.journal import empty_projection
 from brain.sessions import core
 from brain.sessions.state import (
     ClientReply,

@@ -4,7 +4,7 @@ starts it, while the same shape left by a crash fails `interrupted`. No actor, n
 
 from __future__ import annotations
 
-from brain.actors.messages import StartTurn
+from brain.protocol.messages import StartTurn
 from brain.sessions import core
 from brain.sessions.state import AdmittedTurn, Opened, Phase, StartActivation
 from tests.sessions.harness import Session, only_reply

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from brain import errors
-from brain.actors.effect_messages import RunEnvironmentOp
-from brain.actors.messages import (
+from brain.effects import Outcome
+from brain.protocol.effects import RunEnvironmentOp
+from brain.protocol.messages import (
     ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     CreateSession,
     DeleteSession,
@@ -18,7 +19,6 @@ from brain.actors.messages import (
     ReleaseMe,
     StartTurn,
 )
-from brain.effects import Outcome
 from brain.sessions.state import REGISTRY, Opened, Phase, RemoveFiles, StartActivation
 from tests.sessions.harness import (
     COMMANDS,

@@ -4,9 +4,9 @@ is sent again; effects of other kinds, and outcomes that came first, are left al
 
 from __future__ import annotations
 
-from brain.actors.effect_messages import RunModelCall, RunToolCall
-from brain.actors.messages import EffectsLost
 from brain.effects import Outcome
+from brain.protocol.effects import RunModelCall, RunToolCall
+from brain.protocol.messages import EffectsLost
 from brain.sessions.state import Phase
 from tests.sessions.harness import ENVIRONMENTS, Session, guest_answers, only_reply, sent
 

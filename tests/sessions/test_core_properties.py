@@ -17,11 +17,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from brain.actors.effect_messages import CancelEffect, RunEnvironmentOp, RunModelCall, RunToolCall
-from brain.actors.messages import CancelGrace, CreateSession, IdleTimeout, TurnDeadline
 from brain.effects import Outcome
 from brain.journal import empty_projection, fold_all
 from brain.journal.projection import EFFECT_STARTS, EFFECT_TERMINALS
+from brain.protocol.effects import CancelEffect, RunEnvironmentOp, RunModelCall, RunToolCall
+from brain.protocol.messages import CancelGrace, CreateSession, IdleTimeout, TurnDeadline
 from brain.sessions.state import (
     ENVIRONMENT_PHASES,
     TURN_PHASES,

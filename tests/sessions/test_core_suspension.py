@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from brain.actors.effect_messages import CancelEffect, EffectDone, Parked
-from brain.actors.messages import (
+from brain.effects import Outcome
+from brain.protocol.effects import CancelEffect, EffectDone, Parked
+from brain.protocol.messages import (
     CancelTurn,
     EndSession,
     ExpireTurn,
@@ -17,7 +18,6 @@ from brain.actors.messages import (
     StartTurn,
     TurnDeadline,
 )
-from brain.effects import Outcome
 from brain.sessions.state import (
     ActivationFinished,
     Opened,

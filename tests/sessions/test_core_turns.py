@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from brain.actors.effect_messages import CancelEffect, EffectDone, RunModelCall, RunToolCall
-from brain.actors.messages import (
+from brain.effects import FAILURES, Outcome
+from brain.protocol.effects import CancelEffect, EffectDone, RunModelCall, RunToolCall
+from brain.protocol.messages import (
     MODEL_EXECUTOR_GLOBAL_NAME,
     TOOL_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
@@ -14,7 +15,6 @@ from brain.actors.messages import (
     StartTurn,
     TurnDeadline,
 )
-from brain.effects import FAILURES, Outcome
 from brain.sessions import core
 from brain.sessions.state import (
     ActivationFinished,

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from brain.actors.activation import (
+from brain.actors.session.activation import (
     SUSPENDED,
     SUSPENDED_CODE,
     PendingGuestCall,
     start_activation,
 )
-from brain.actors.effect_messages import EffectDone, Parked
-from brain.actors.messages import Outcomes
 from brain.agentloop import DEFAULT_AGENTLOOP, AgentloopRuntime
 from brain.effects import Outcome
 from brain.journal import empty_projection, fold_all
+from brain.protocol.effects import EffectDone, Parked
+from brain.protocol.messages import Outcomes
 from brain.sessions.replay import (
     DIVERGED,
     ActivationHistory,

@@ -1,5 +1,5 @@
 """Webhook deliveries in the session core (brain/sessions/webhooks.py), the pure retry rule
-(brain/actors/webhook_schedule.py) and the signature (brain/net/webhook_signature.py).
+(brain/actors/executors/webhook_schedule.py) and the signature (brain/net/webhook_signature.py).
 
 End-to-end delivery against a real receiver is tests/e2e/test_webhooks.py."""
 
@@ -12,17 +12,17 @@ from dataclasses import replace
 
 import pytest
 
-from brain.actors.messages import (
+from brain.actors.executors.webhook_schedule import Backoff, after_attempt
+from brain.journal import empty_projection, fold_all
+from brain.journal.events import to_event
+from brain.net.webhook_post import AttemptResult
+from brain.net.webhook_signature import secret_key, signature
+from brain.protocol.messages import (
     WEBHOOK_EXECUTOR_GLOBAL_NAME,
     DeliverWebhook,
     WebhookRecord,
     WebhookRecordLater,
 )
-from brain.actors.webhook_schedule import Backoff, after_attempt
-from brain.journal import empty_projection, fold_all
-from brain.journal.events import to_event
-from brain.net.webhook_post import AttemptResult
-from brain.net.webhook_signature import secret_key, signature
 from brain.sessions import records
 from brain.sessions.state import ActivationFinished, Opened, Step
 from tests.sessions.harness import LIMITS, SESSION, Session, sent
@@ -65,7 +65,7 @@ def test_no_webhook_configured_owes_nothing():
 
 
 def test_a_cancelled_turn_is_posted_as_cancelled():
-    from brain.actors.messages import CancelTurn
+    from brain.protocol.messages import CancelTurn
     session = Session(WEBHOOKS).running()
     session.command(CancelTurn())
     step = session.feed(ActivationFinished(session.state.turn.sequence, None,
@@ -110,7 +110,7 @@ def test_a_result_arriving_during_a_turn_goes_back_and_the_turn_replays_unbroken
     batch, _ = finished_turn(session)
     ident = batch[-1]["id"]
     attempted = records.webhook_delivery_attempted(ident, 1, None, "refused", 10)
-    from brain.actors.messages import StartTurn
+    from brain.protocol.messages import StartTurn
     session.command(StartTurn("again", "send"))
     answers = []
     for i, (op, outcome) in enumerate(OPS):

@@ -95,7 +95,7 @@ def run_bursts(pairs: int, rounds: int, burst: int, payload_bytes: int,
     """Start an actor system confined as Brain confines it, run the bursts, shut it down."""
     from thespian.actors import ActorSystem
 
-    from brain.actors.confine import confine_thespian
+    from brain.actors.thespian.confine import confine_thespian
     from brain.ports import free_port
 
     confine_thespian("127.0.0.1")

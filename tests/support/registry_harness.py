@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from thespian.actors import ActorSystem
 
-from brain.actors.messages import WarmUp
-from brain.actors.registry import Registry
+from brain.actors.registry.actor import Registry
+from brain.protocol.messages import WarmUp
 
 
 class FixedPoolRegistry(Registry):

@@ -232,7 +232,8 @@ def wait_for_no_open_session_actor(s: BrainServer) -> None:
 
 def session_processes(server: BrainServer) -> int:
     """Processes of the server titled as session actors, `brain: session <id>`
-    (brain/actors/proctitle.py): serving a session now. A released session's actor goes back
+    (brain/actors/thespian/proctitle.py): serving a session now. A released session's actor goes
+    back
     to the warm pool as `brain: pooled session` (or exits), so the count falls by one either
     way."""
     count = 0

@@ -98,7 +98,7 @@ def reuse(patched: bool, late_close: bool = False) -> dict[str, Any]:
     patch's peek is made to miss it), as when it lands between the two.
     """
     if patched:
-        from brain.actors import thespian_reuse
+        from brain.actors.thespian import reuse as thespian_reuse
 
         thespian_reuse.patch_idle_socket_reuse()
         if late_close:
@@ -113,7 +113,7 @@ def reuse(patched: bool, late_close: bool = False) -> dict[str, Any]:
 def select(patched: bool) -> dict[str, Any]:
     """Ten messages each way: how many epoll sets Thespian's loop made for them."""
     if patched:
-        from brain.actors.thespian_select import use_one_shot_poll
+        from brain.actors.thespian.poll import use_one_shot_poll
 
         use_one_shot_poll()
     made = _count_calls(selectors.EpollSelector, "__init__")
@@ -126,7 +126,7 @@ def select(patched: bool) -> dict[str, Any]:
 def receive(patched: bool) -> dict[str, Any]:
     """One 4 kB message: how many reads the receiving transport's loop made for it."""
     if patched:
-        from brain.actors.thespian_receive import read_messages_whole
+        from brain.actors.thespian.receive import read_messages_whole
 
         read_messages_whole()
     a, b = endpoint(), endpoint()
@@ -138,9 +138,10 @@ def receive(patched: bool) -> dict[str, Any]:
 def idle(patched: bool, peers: int = 30) -> dict[str, Any]:
     """Ten messages each way between two transports while one also keeps idle connections to
     `peers` others: how often its loop hashed an address and built a timer view."""
-    tcp.TCPTransport.REUSE_SOCKETS = True  # as in Brain's actor processes (confine.py)
+    # as in Brain's actor processes (brain/actors/thespian/confine.py)
+    tcp.TCPTransport.REUSE_SOCKETS = True
     if patched:
-        from brain.actors.thespian_idle import cheapen_idle_socket_walk
+        from brain.actors.thespian.idle import cheapen_idle_socket_walk
 
         cheapen_idle_socket_walk()
     hub, other = endpoint(), endpoint()
@@ -160,7 +161,7 @@ def wakeups(patched: bool, count: int = 1000) -> dict[str, Any]:
     """`count` wakeups armed on one transport, as an actor arms them: how many timer
     comparisons that took, and whether they stay in the order they come due."""
     if patched:
-        from brain.actors.thespian_wakeups import insert_wakeups_in_place
+        from brain.actors.thespian.wakeups import insert_wakeups_in_place
 
         insert_wakeups_in_place()
     transport = endpoint()
@@ -198,7 +199,7 @@ def identify(patched: bool, log_file: str | None = None, messages: int = 10) -> 
         utilis._thesplog_file = log_file
         utilis.thesplog_control(logging.DEBUG, False, 1 << 24)
     if patched:
-        from brain.actors.thespian_identify import describe_messages_lazily
+        from brain.actors.thespian.identify import describe_messages_lazily
 
         describe_messages_lazily()
     a, b = endpoint(), endpoint()
@@ -286,7 +287,7 @@ def convention_forward(patched: bool) -> dict[str, Any]:
     pending create of the same name, waits behind it for ever.
     """
     if patched:
-        from brain.actors.thespian_convention import patch_forwarded_creates
+        from brain.actors.thespian.forwarded_creates import patch_forwarded_creates
 
         patch_forwarded_creates()
     admin = convention_admin(another_member=True)
@@ -298,7 +299,7 @@ def convention_forward(patched: bool) -> dict[str, Any]:
 def convention_nobody_else(patched: bool) -> dict[str, Any]:
     """A forwarded create whose delivery failed, with no other member left to try."""
     if patched:
-        from brain.actors.thespian_convention import patch_forwarded_creates
+        from brain.actors.thespian.forwarded_creates import patch_forwarded_creates
 
         patch_forwarded_creates()
     admin = convention_admin(another_member=False)
@@ -373,7 +374,7 @@ def _describe_answer(answer: bytes) -> str:
 
 def _authenticate(patched: bool) -> None:
     if patched:
-        from brain.actors.thespian_auth import authenticate_actor_messages
+        from brain.actors.thespian.auth import authenticate_actor_messages
 
         authenticate_actor_messages(SCENARIO_SECRET)
 
@@ -390,7 +391,7 @@ def forged_message(patched: bool) -> dict[str, Any]:
     wrong_key = _send_raw(b, thespian_frame(with_tag(ANOTHER_SECRET, attack)))
     fits_after = None
     if patched:
-        from brain.actors.thespian_fit import check_thespian
+        from brain.actors.thespian.fit import check_thespian
 
         check_thespian()  # raises if the patched Thespian no longer reads as the one it fits
         fits_after = True
@@ -465,7 +466,7 @@ def exits(patched: bool) -> dict[str, Any]:
     from thespian.actors import ActorSystem
 
     if patched:
-        from brain.actors.thespian_exits import tell_how_children_exit
+        from brain.actors.thespian.exits import tell_how_children_exit
 
         tell_how_children_exit()
     with socket.socket() as probe:

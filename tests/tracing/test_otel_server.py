@@ -242,7 +242,7 @@ def test_a_suspended_turn_stays_one_trace(suspending: BrainServer, receiver: Rec
 
 
 def test_without_brain_otel_opentelemetry_is_not_imported() -> None:
-    code = ("import sys, brain.web.app, brain.actors.session, brain.tracing.otel as o; "
+    code = ("import sys, brain.web.app, brain.actors.session.actor, brain.tracing.otel as o; "
             "assert o.tracer() is None; "
             "print(any(m.startswith('opentelemetry') for m in sys.modules))")
     env = {"PATH": "/usr/bin:/bin"}

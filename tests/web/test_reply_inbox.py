@@ -6,7 +6,7 @@ import queue
 import time
 from typing import Any
 
-from brain.actors.messages import Reply
+from brain.protocol.messages import Reply
 from brain.web.reply_inbox import ReplyInbox
 
 

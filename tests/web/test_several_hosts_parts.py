@@ -17,7 +17,7 @@ from brain.actors.convention import (
     member_session_id,
     registry_global_name,
 )
-from brain.actors.registry import Registry
+from brain.actors.registry.actor import Registry
 from brain.actors.roster import Roster
 from brain.config import BrainConfig
 from brain.settings import SettingError, Settings

@@ -3,7 +3,7 @@
 Usage: python -m tools.bench.actor_auth [--asks 2000] [--rounds 2]
 
 Why: every Thespian frame Brain sends now carries an HMAC-SHA256 of its pickle, and every frame
-received is checked before it is unpickled (brain/actors/thespian_auth.py). This prints what
+received is checked before it is unpickled (brain/actors/thespian/auth.py). This prints what
 that adds per message, and sets it beside what one message already costs.
 
 Measured in one run:
@@ -41,7 +41,7 @@ SIZES = {"EffectDone (512-byte answer)": None, "64 KiB": 64 << 10, "1 MiB": 1 <<
 
 def sign_and_check_us(payload: bytes, repeats: int) -> float:
     """Microseconds to sign `payload` and check the signed body once, as the two ends do."""
-    from brain.actors.thespian_auth import sign, verified_payload
+    from brain.actors.thespian.auth import sign, verified_payload
 
     secret = secrets.token_bytes(32)
     began = time.perf_counter()
@@ -53,7 +53,7 @@ def sign_and_check_us(payload: bytes, repeats: int) -> float:
 
 def check_us(payload: bytes, repeats: int) -> float:
     """Microseconds to check a body signed from `payload` (a receiver's share alone)."""
-    from brain.actors.thespian_auth import sign, verified_payload
+    from brain.actors.thespian.auth import sign, verified_payload
 
     secret = secrets.token_bytes(32)
     body = sign(secret, payload)
@@ -66,15 +66,15 @@ def check_us(payload: bytes, repeats: int) -> float:
 def ask_arm(asks: int, authenticated: bool) -> dict[str, float]:
     from thespian.actors import ActorSystem
 
-    from brain.actors.confine import confine_thespian
-    from brain.actors.thespian_fit import check_thespian
-    from brain.actors.thespian_speedups import speed_up_message_path
+    from brain.actors.thespian.confine import confine_thespian
+    from brain.actors.thespian.fit import check_thespian
+    from brain.actors.thespian.speedups import speed_up_message_path
 
     check_thespian()
     confine_thespian("127.0.0.1")
     speed_up_message_path()  # as brain/actors/boot.py applies them
     if authenticated:
-        from brain.actors.thespian_auth import authenticate_actor_messages
+        from brain.actors.thespian.auth import authenticate_actor_messages
 
         authenticate_actor_messages(secrets.token_bytes(32))
     system = ActorSystem("multiprocTCPBase", {"Admin Port": free_port()})

@@ -53,8 +53,8 @@ _LENGTH = struct.Struct("!I")
 
 
 def sample_message() -> Any:
-    from brain.actors.effect_messages import EffectDone
     from brain.effects import Outcome
+    from brain.protocol.effects import EffectDone
 
     answer = {"role": "assistant", "content": [{"type": "text", "text": "x" * 512}]}
     return EffectDone("01a246e5edd99973482fe4a8811c5860", 5, Outcome.OK,
@@ -152,9 +152,9 @@ class Player(Actor):
 
 
 def _apply_brain_patches() -> None:
-    from brain.actors.confine import confine_thespian
-    from brain.actors.thespian_fit import check_thespian
-    from brain.actors.thespian_speedups import speed_up_message_path
+    from brain.actors.thespian.confine import confine_thespian
+    from brain.actors.thespian.fit import check_thespian
+    from brain.actors.thespian.speedups import speed_up_message_path
 
     check_thespian()
     confine_thespian("127.0.0.1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import falcon
 
 from brain import errors
-from brain.actors.messages import REGISTRY_GLOBAL_NAME
+from brain.protocol.messages import REGISTRY_GLOBAL_NAME
 from brain.settings import Settings
 from brain.web.contract import Answer, operation
 from brain.web.gateway import ActorGateway
@@ -47,7 +47,7 @@ class ReadyResource:
             resp.media = {"status": "not ready", "missing": missing}
 
     def missing(self) -> list[str]:
-        from brain.actors.registry import Registry
+        from brain.actors.registry.actor import Registry
 
         try:
             where = self.gateway.shared_actors(timeout=PROBE_TIMEOUT_SECS)

@@ -15,10 +15,10 @@ from typing import Any
 import falcon
 
 from brain import errors, request_context
-from brain.actors.host_call_messages import HostAnswer, HostPoll
-from brain.actors.messages import HOST_DISPATCHER_GLOBAL_NAME, Reply
 from brain.config import BrainConfig
 from brain.host import DEFAULT_CALLS_PER_POLL, DEFAULT_WAIT_SECS, MAX_CALLS_PER_POLL, MAX_WAIT_SECS
+from brain.protocol.host_calls import HostAnswer, HostPoll
+from brain.protocol.messages import HOST_DISPATCHER_GLOBAL_NAME, Reply
 from brain.web.contract import SESSION_ID_PATTERN, Answer, operation
 from brain.web.gateway import ActorGateway, reply_body
 from brain.web.schema import Schema, nullable
@@ -122,7 +122,7 @@ def parse_poll(body: dict[str, Any], config: BrainConfig, scope: str | None) -> 
 
 
 def _ask(gateway: ActorGateway, message: Any, timeout: float) -> dict[str, Any]:
-    from brain.actors.host_dispatcher import HostDispatcher
+    from brain.actors.executors.host_dispatcher import HostDispatcher
 
     reply = gateway.ask_global(HOST_DISPATCHER_GLOBAL_NAME, HostDispatcher, message, timeout)
     if not isinstance(reply, Reply):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import falcon
 
-from brain.actors.messages import CancelTurn, DeleteSession, EndSession
+from brain.protocol.messages import CancelTurn, DeleteSession, EndSession
 from brain.settings import Settings
 from brain.web.contract import IGNORED_BODY, WRITE_ERRORS, Answer, operation
 from brain.web.credentials import issue_session_token

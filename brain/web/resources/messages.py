@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import falcon
 
-from brain.actors.messages import StartTurn
+from brain.protocol.messages import StartTurn
 from brain.settings import Settings
 from brain.tracing import otel
 from brain.web.admission import Admission

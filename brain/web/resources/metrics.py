@@ -11,7 +11,7 @@ import falcon
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from brain import errors
-from brain.actors.messages import METRICS_GLOBAL_NAME, REGISTRY_GLOBAL_NAME, MetricsScrape
+from brain.protocol.messages import METRICS_GLOBAL_NAME, REGISTRY_GLOBAL_NAME, MetricsScrape
 from brain.web.background import spawn_background
 from brain.web.contract import Answer, operation
 from brain.web.gateway import ActorGateway
@@ -65,7 +65,7 @@ class MetricsResource:
                errors=(401, 403, 500))
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         from brain.actors.metrics_actor import MetricsActor
-        from brain.actors.registry import Registry
+        from brain.actors.registry.actor import Registry
 
         stats = self.gateway.ask_global(REGISTRY_GLOBAL_NAME, Registry, "stats") or {}
         snapshot = self.gateway.ask_global(METRICS_GLOBAL_NAME, MetricsActor, MetricsScrape())

@@ -11,8 +11,8 @@ import falcon
 
 from brain import errors
 from brain.actors.convention import member_session_id
-from brain.actors.messages import CreateSession
 from brain.config import CREATE_FIELDS, MAX_IDLE_TTL_MS, BrainConfig, seed_transcript
+from brain.protocol.messages import CreateSession
 from brain.settings import Settings
 from brain.tracing import otel
 from brain.web.bodies import CREATE_BODY_LIMIT

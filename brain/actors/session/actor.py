@@ -1,0 +1,398 @@
+"""The Session actor: the only writer of one session's journal, a thin shell around its core.
+
+Every decision is made by the pure session core (`brain.sessions.core.step`). This actor turns
+each message into an input for it, does the I/O the core cannot (open and verify the journal,
+commit, send, run the Agentloop's thread, remove files), and carries out each Step in one order,
+in `_carry_out`: the records are committed (one write, one fdatasync) before any message that
+depends on them is sent and before anyone, client or guest, is answered. Its journal's side
+(open for a command, commit, a failed commit, checkpoint) is brain/actors/session/journal.py;
+suspended
+turns, brain/actors/session/suspension.py; guest calls answered inline,
+brain/actors/session/inline.py.
+
+The process outlives its sessions: the registry forks it ahead of need into a pool, and when a
+session is released the actor drops everything of it (`_drop_session`,
+brain/actors/session/pool_member.py) but
+a closed writer and projection for its next open here (brain/actors/session/kept_journal.py), and
+waits for the next.
+A timer or an executor's answer still on its way for the session it served is recognized by its
+lease (timers) or its session id (answers) and dropped, so nothing of one session reaches another.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from thespian.actors import ActorExitRequest, WakeupMessage, WatchMessage
+
+from brain import errors
+from brain.actors.registry.admission_board import BoardReader
+from brain.actors.registry.release_report import ReleaseReports
+from brain.actors.session.activation import (
+    ActivationDone,
+    PendingGuestCall,
+    activate_recorded,
+    agentloop_runtime,
+    start_activation,
+)
+from brain.actors.session.bridge import BridgedActor
+from brain.actors.session.inline import InlineGuestCalls
+from brain.actors.session.journal import COMMIT_FAILED, CommitFailed, SessionJournal
+from brain.actors.session.kept_journal import KeptJournal
+from brain.actors.session.park_at_once import ParkAtOnce
+from brain.actors.session.pool_member import PooledSession
+from brain.actors.session.priority import lower_own_priority
+from brain.actors.session.suspension import SuspendingSession
+from brain.actors.thespian.proctitle import rename_actor_process
+from brain.damage_report import forget_damage
+from brain.journal import JournalLocked, JournalWriter
+from brain.live import LivePublisher
+from brain.metrics import Latencies, MetricBatch
+from brain.protocol.effects import EffectBatch, EffectDone, OutcomeBatch, Parked
+from brain.protocol.messages import (
+    METRICS_GLOBAL_NAME,
+    CreateSession,
+    Delivered,
+    MetricsReport,
+    Reply,
+    ReportRelease,
+    RunAdmitted,
+    StartTurn,
+    ToSession,
+)
+from brain.sessions import core
+from brain.sessions.state import (
+    REGISTRY,
+    ClientReply,
+    Command,
+    GuestAnswer,
+    GuestCall,
+    Limits,
+    RemoveFiles,
+    ResumeActivation,
+    SessionState,
+    StartActivation,
+    Step,
+    StopActivation,
+    SuspendActivation,
+    Telemetry,
+    new_session,
+)
+from brain.settings import Settings
+from brain.tracing import otel
+
+log = logging.getLogger(__name__)
+
+HAND_BACK_SECS = (1.0, 2.0, 4.0, 8.0, 16.0)
+"""Pauses before an admitted turn whose journal was locked goes back to the registry, one per
+hand-back (see `_hand_back`)."""
+
+
+@dataclass(frozen=True)
+class HandBack:
+    """The actor's own timer: send `message` (an admitted turn) to the registry again."""
+
+    message: ToSession
+
+
+class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuestCalls,
+                   BridgedActor):
+    trace_name = "session"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings = Settings.from_env()
+        lower_own_priority(self.settings.session_actor_nice)
+        # Resolved once: `Settings.data_path` resolves symlinks (a syscall per component).
+        self.sessions_path = self.settings.sessions_path
+        self.live = LivePublisher(self.settings.data_path)
+        self.registry: Any = None
+        self.services: dict[str, Any] = {}
+        self.writer: JournalWriter | None = None
+        # the session released here last (brain/actors/session/kept_journal.py)
+        self.kept: KeptJournal | None = None
+        self._reopening = False
+        self._activations = 0  # activations started by this actor process, for their numbers
+        self._void_activations: set[int] = set()  # abandoned (a failed commit, a suspension)
+        self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
+        self._reports = ReleaseReports()
+        self._board = BoardReader(self.settings.data_path)
+        self._park_at_once = ParkAtOnce(self.settings.suspend_after_ms, self._board)
+        self._parked_at_once: list[Parked] = []  # effects just sent parked, to step next
+        self._fresh_session_state()
+
+    def _new_core(self, session_id: str) -> SessionState:
+        """The core of a session before its first command (or after its state was dropped)."""
+        return new_session(session_id, _limits(self.settings))
+
+    def _fresh_session_state(self) -> None:
+        """Everything that belongs to one session, as before its first command."""
+        self.core: SessionState | None = None  # set by the first command, which names the id
+        spans = getattr(self, "otel_spans", None)
+        if spans is not None:
+            spans.drop("released")
+        # BRAIN_OTEL: the spans of the session's turns, from its commits (brain/tracing/otel.py)
+        self.otel_spans = otel.SessionSpans(self.settings.data_path) \
+            if otel.tracer() is not None else None
+        self.guest_calls: dict[int, PendingGuestCall] = {}
+        self.next_call_id = 0
+        self.stopper: Any = None  # the running activation's ActivationStopper
+        self.activation = 0  # the running activation's number
+        self.metrics = MetricBatch()
+        self.latencies = Latencies()
+
+    def trace_session_id(self) -> str | None:
+        return self.core.session_id if self.core is not None else None
+
+    # --- messages become the core's inputs --------------------------------------------------
+
+    def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
+        self.registry = sender
+        self.services = msg.services
+        self._reports.busy = msg.busy
+        pending = self._reports.pending
+        if pending is not None and pending.session_id != msg.session_id:
+            # The registry sends only the unreported session's commands; should another come,
+            # report first, so the counts of the two never mix.
+            log.warning("a command for session %s while the release of %s is unreported",
+                        msg.session_id, pending.session_id)
+            self._report_after(0.0)
+        if self.core is None:
+            rename_actor_process(f"session {msg.session_id}")
+            self.core = self._new_core(msg.session_id)
+        handled = self.core.handled
+        if self.otel_spans is not None and isinstance(msg.command, (StartTurn, CreateSession)):
+            self.otel_spans.pending_parent = msg.command.traceparent
+        try:
+            refused, set_up = self._open_for(msg.command, self.suspension_for(msg))
+            self._step(Command(msg, refused, set_up))
+        except Exception as exc:
+            if isinstance(exc, JournalLocked) and isinstance(msg.command, RunAdmitted):
+                self._hand_back(msg.session_id, msg.command)
+            else:
+                log.exception("session %s: command %s failed", msg.session_id,
+                              type(msg.command).__name__)
+            if self.core is not None and self.core.handled == handled:
+                # Counted and answered all the same: the registry's release count stays exact.
+                self._step(Command(msg, errors.Internal("internal error")))
+        if self.otel_spans is not None:  # a turn it started took it; a refused one leaves none
+            self.otel_spans.pending_parent = None
+
+    def _hand_back(self, session_id: str, command: RunAdmitted) -> None:
+        """The journal of an admitted turn stayed locked through the open's bounded wait: give
+        the turn back to the registry a little later rather than drop it (its client has its
+        202 and may only ever read the status). The turn runs once, whichever actor opens the
+        journal first: the open runs it only while nothing of it has run."""
+        attempt = command.handed_back
+        if attempt >= len(HAND_BACK_SECS):
+            log.error("session %s: journal still locked after %d hand-backs; its admitted turn "
+                      "runs at the session's next command", session_id, attempt)
+            return
+        secs = HAND_BACK_SECS[attempt]
+        log.warning("session %s: journal locked; the admitted turn goes back to the registry "
+                    "in %.0f s", session_id, secs)
+        self.wakeupAfter(secs, HandBack(ToSession(f"admitted-{session_id}", session_id,
+                                                  RunAdmitted(attempt + 1))))
+
+    def receiveMsg_WatchMessage(self, msg: WatchMessage, sender: Any) -> None:
+        items_void = []
+        for item in self.bridge.drain():
+            if item.activation in self._void_activations:  # abandoned or suspended
+                if isinstance(item, PendingGuestCall):
+                    item.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
+                else:  # its end: the last this activation posts
+                    items_void.append(item.activation)
+            elif isinstance(item, PendingGuestCall):
+                self._guest_call(item)
+            elif isinstance(item, ActivationDone):
+                self.stopper = None
+                self._step(item.event)
+        for item in items_void:
+            self._void_activations.discard(item)
+
+    def receiveMsg_EffectDone(self, msg: EffectDone, sender: Any) -> None:
+        self._outcomes((msg,))
+
+    def receiveMsg_OutcomeBatch(self, msg: OutcomeBatch, sender: Any) -> None:
+        self._outcomes(msg.outcomes)
+
+    def _outcomes(self, outcomes: tuple[EffectDone, ...]) -> None:
+        """Outcomes that arrived together: stepped in order, committed as one batch. One for a
+        session this actor no longer serves (a late answer to a cancelled effect) is dropped."""
+        mine = []
+        for done in outcomes:
+            if self.core is not None and done.session_id == self.core.session_id:
+                mine.append(done)
+            else:
+                log.warning("an outcome for session %s, which this actor no longer serves",
+                            done.session_id)
+        if mine:
+            self._step_all(mine)
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        if isinstance(msg.payload, HandBack):
+            self.send(self.registry, msg.payload.message)
+            return
+        if isinstance(msg.payload, ReportRelease):
+            self._report_after(self._reports.due(self.core is not None, time.monotonic(),
+                                                 self._backlog_waits))
+            return
+        lease, payload = msg.payload
+        if lease == self.lease:  # a timer of a session served before is void
+            self._step(payload)  # IdleTimeout, TurnDeadline or CancelGrace
+
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        # The bridge stays open until the process exits: Thespian still watches it (bridge.py).
+        self._close_journal()
+        self.live.close()
+
+    def _guest_call(self, call: PendingGuestCall) -> None:
+        self.next_call_id += 1
+        self.guest_calls[self.next_call_id] = call
+        try:
+            self._step(GuestCall(self.next_call_id, call.op))
+        except Exception:
+            log.exception("session %s: guest call %s failed", self.core.session_id,
+                          call.op.get("op"))
+            if self.guest_calls.pop(self.next_call_id, None) is not None:
+                call.respond({"error": {"code": "internal", "message": "internal error"}})
+
+    @property
+    def session_dir(self) -> Path:
+        return self.sessions_path / self.core.session_id
+
+    # --- one step, carried out --------------------------------------------------------------
+
+    def _step(self, event: Any) -> None:
+        self._step_all([event])
+
+    def _step_all(self, events: list[Any]) -> None:
+        step = core.step_all(self.core, events, time.time_ns() // 1_000_000)
+        try:
+            self._carry_out(step)
+        except CommitFailed as exc:
+            self._abandon(step, exc)
+        parked, self._parked_at_once = self._parked_at_once, []
+        if parked and self.core is not None and parked[0].session_id == self.core.session_id:
+            self._step_all(parked)  # what the executor would have said with `Parked`
+
+    def _carry_out(self, step: Step, inline: bool = False) -> None:
+        """`inline`: on the activation's thread (brain/actors/session/inline.py), whose guest waits
+        for it;
+        the spans of its commits are then made at the actor's next step (BRAIN_OTEL)."""
+        if step.records:
+            self._commit(step.records)  # durable before anything below happens
+        self.core = step.state
+        releases = []
+        by_target: dict[str, list[Any]] = {}
+        for send in step.sends:  # effects fenced by the records just committed
+            if send.to == REGISTRY:
+                releases.append(send.message)
+            else:
+                by_target.setdefault(send.to, []).append(send.message)
+        for target, messages in by_target.items():  # several to one executor: one message
+            messages, parked = self._park_at_once.mark(messages, os.environ)
+            self._parked_at_once.extend(parked)  # stepped once this step is carried out
+            self.send(self.services[target],
+                      messages[0] if len(messages) == 1 else EffectBatch(tuple(messages)))
+        for action in step.actions:
+            self._act(action)
+        for reply in step.replies:  # clients and the guest see only what is durable
+            self._reply(reply)
+        if self.otel_spans is not None and not inline:  # an inline step's wait for the next
+            self.otel_spans.flush()  # the spans of this step's commits, after its answers
+        if step.checkpoint:
+            self._checkpoint()
+        for timer in step.timers:
+            self.wakeupAfter(timer.secs, (self.lease, timer.payload))
+        for note in step.notes:
+            log.warning("session %s: %s", self.core.session_id, note)
+        if releases:  # last: the client's Reply does not wait behind it
+            self._release(releases[0])  # the metrics go with it, to the registry
+        elif self.core.idle:
+            self._flush_metrics()  # a session kept resident reports after each piece of work
+
+    def _act(self, action: Any) -> None:
+        if isinstance(action, StartActivation):
+            self._start_activation(action)
+        elif isinstance(action, StopActivation):
+            if self.stopper is not None:
+                self.stopper.stop()
+        elif isinstance(action, SuspendActivation):
+            self.suspend_activation()
+        elif isinstance(action, ResumeActivation):
+            self.resume_activation(action)
+        elif isinstance(action, RemoveFiles):
+            self._close_journal()
+            shutil.rmtree(self.session_dir, ignore_errors=True)
+            shutil.rmtree(self.settings.environments_path / self.core.session_id,
+                          ignore_errors=True)
+            forget_damage(self.settings.data_path, self.core.session_id)
+        elif isinstance(action, Telemetry):
+            sink = self.settings.telemetry_sink
+            if sink is not None:
+                with open(sink, "a", encoding="utf-8") as out:
+                    out.write(json.dumps(action.line) + "\n")
+
+    def _start_activation(self, start: StartActivation) -> None:
+        max_secs = self.settings.max_turn_secs
+        deadline = time.monotonic() + max_secs if max_secs else None
+        self.start_agentloop(start.turn, start.agentloop, start.payload, deadline)
+
+    def start_agentloop(self, turn: int, agentloop: dict[str, Any], payload: dict[str, Any],
+                        deadline: float | None, replay: Any = None) -> None:
+        """Run the Agentloop in its thread: a turn's first activation, or (with `replay`) its
+        resumption in a fresh instance."""
+        from brain.agentloop import ActivationStopper  # wasmtime stays out of web workers
+
+        self.stopper = stopper = ActivationStopper()
+        self._activations += 1
+        self.activation = self._activations
+        runtime = agentloop_runtime(self.settings)
+        start_activation(
+            self.bridge,
+            lambda guest_call: activate_recorded(runtime, agentloop, payload,
+                                                 guest_call, deadline, stopper),
+            turn,
+            self.inline_guest_call,
+            self.activation,
+            replay,
+        )
+
+    def _reply(self, reply: ClientReply | GuestAnswer) -> None:
+        if isinstance(reply, GuestAnswer):
+            call = self.guest_calls.pop(reply.call_id, None)
+            if call is not None:
+                call.respond(reply.result)
+        elif reply.error is not None:
+            self.send(reply.requester.reply_to,
+                      Reply(reply.requester.request_id, error_code=reply.error.code,
+                            error_message=reply.error.message))
+        else:
+            self.send(reply.requester.reply_to, Reply(reply.requester.request_id,
+                                                      body=reply.body))
+
+    def _flush_metrics(self) -> None:
+        if not self.metrics:
+            return
+        counters, observations = self.metrics.take()
+        metrics = self.services.get(METRICS_GLOBAL_NAME)
+        if metrics is not None:
+            self.send(metrics, MetricsReport(f"session-{self.core.session_id}", counters,
+                                             observations))
+
+
+def _limits(settings: Settings) -> Limits:
+    return Limits(max_model_calls=settings.max_model_calls,
+                  max_turn_secs=settings.max_turn_secs,
+                  max_tool_secs=settings.max_tool_secs,
+                  max_emitted_bytes=settings.max_emitted_bytes,
+                  idle_ttl_ms=settings.session_idle_ttl_ms,
+                  webhooks=settings.webhook_url is not None)

@@ -1,0 +1,84 @@
+"""Guest calls the Agentloop's thread carries out itself, without waking the session actor.
+
+A guest call that goes to the actor is posted through the bridge, picked up by a pass of
+Thespian's loop, stepped, committed and answered. For a call that only reads the session or
+commits a record (`transcript.read`/`set`, `kv.*`, `events.emit`), the actor's loop adds
+nothing but a thread hand-off each way, four times in a plain text turn.
+
+So the activation's thread steps the session core itself, under the lock the actor holds while
+it handles any message: the two never step the core at once, and each step still sees every
+step before it. The step is carried out in that thread only when it consists of records to
+commit and the answer to this call: the commit (one write, one fdatasync) comes first, then
+the answer, as on the actor's thread. A step that would send a message, start or stop
+anything, set a timer or answer a client is thrown away unapplied (the core is pure, so
+nothing of it happened) and the call goes to the actor over the bridge; so does every call
+when the session is not in the middle of this activation's turn. Only the actor's thread ever
+sends.
+
+A commit that fails here is not handled here: the call goes to the actor, whose own step finds
+the journal's writer refusing (a failed write poisons it) and abandons the session as every
+failed commit does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from brain.actors.session.activation import PendingGuestCall
+from brain.actors.session.journal import CommitFailed
+from brain.sessions import core
+from brain.sessions.state import GuestAnswer, GuestCall, Step
+
+INLINE_OPS = frozenset({"transcript.read", "transcript.set", "kv.read", "kv.put", "kv.delete",
+                        "events.emit"})
+
+
+class InlineGuestCalls:
+    """Mixed into SessionActor (before BridgedActor): the lock, and the inline path."""
+
+    core: Any
+    guest_calls: dict[int, PendingGuestCall]
+    next_call_id: int
+    _void_activations: set[int]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Reentrant: a handler's step may run another step (an open folds `Opened` first).
+        self.state_lock = threading.RLock()
+
+    def receiveMessage(self, message: Any, sender: Any) -> Any:
+        with self.state_lock:
+            return super().receiveMessage(message, sender)  # type: ignore[misc]
+
+    def inline_guest_call(self, call: PendingGuestCall) -> bool:
+        """Called on the activation's thread: True when the call was carried out and answered
+        here, False when it must go to the actor."""
+        if call.op.get("op") not in INLINE_OPS:
+            return False
+        with self.state_lock:
+            state = self.core
+            if state is None or state.turn is None or state.turn.sequence != call.turn \
+                    or call.activation in self._void_activations:
+                return False
+            call_id = self.next_call_id + 1
+            step = core.step(state, GuestCall(call_id, call.op), time.time_ns() // 1_000_000)
+            if not _answers_only(step, call_id):
+                return False
+            self.next_call_id = call_id
+            self.guest_calls[call_id] = call
+            try:
+                self._carry_out(step, inline=True)  # type: ignore[attr-defined]
+            except CommitFailed:
+                del self.guest_calls[call_id]  # the actor's step meets the refusing writer
+                return False
+            return True
+
+
+def _answers_only(step: Step, call_id: int) -> bool:
+    """Whether carrying out `step` needs no thread but this one: records and this answer."""
+    return (not step.state.idle and not step.sends and not step.actions and not step.timers
+            and not step.checkpoint
+            and len(step.replies) == 1 and isinstance(step.replies[0], GuestAnswer)
+            and step.replies[0].call_id == call_id)

@@ -25,6 +25,7 @@ from brain.actors.thespian.fit import ThespianMismatch, check_thespian
 from brain.config import BrainConfig, ConfigError
 from brain.data_dir import prepare_data_dir
 from brain.drain import start_draining, stop_draining
+from brain.journal.statuses import session_statuses
 from brain.operator_token import ensure_operator_token
 from brain.ports import local_host, port_is_free
 from brain.processes import descendants, is_running, listening_process, reap_adopted
@@ -246,7 +247,7 @@ class Supervisor:
         while time.monotonic() < deadline:
             if self.boot is None or self.boot.poll() is not None:
                 return
-            if not sessions_in_flight(self.settings.sessions_path):
+            if not sessions_in_flight(session_statuses(self.settings.sessions_path)):
                 return
             time.sleep(0.1)
         print(f"brain {self.command}: drain deadline reached; unfinished turns will be "

@@ -183,9 +183,10 @@ class ActorSupervisor(TracedDispatcher):
     def _resume_webhooks(self) -> None:
         """The dead webhook executor's deliveries were in its memory only: the journals still
         hold each as pending, so the new one is handed them again (at least once)."""
+        from brain.journal.statuses import session_statuses
         from brain.sessions.scan import start_up_scan
         from brain.settings import Settings
 
-        deliveries = start_up_scan(Settings.from_env().sessions_path).webhooks
+        deliveries = start_up_scan(session_statuses(Settings.from_env().sessions_path)).webhooks
         if deliveries:
             self.send(self._addresses[WEBHOOK_EXECUTOR_GLOBAL_NAME], ResumeWebhooks(deliveries))

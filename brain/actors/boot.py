@@ -50,6 +50,7 @@ from brain.actors.thespian.inherited_sockets import let_go_of_inherited_listener
 from brain.actors.thespian.proctitle import name_thespian_processes
 from brain.actors.thespian.speedups import speed_up_message_path
 from brain.data_dir import keep_files_private
+from brain.journal.statuses import session_statuses
 from brain.logs import configure_root, thespian_log_defs
 from brain.ports import free_port, local_host, port_is_free
 from brain.procstat import ProcStat, all_stats, read_stat
@@ -346,7 +347,7 @@ def main() -> int:
         fill_session_pool(asys, registry)
         if settings.member is not None:
             watch_convention(asys, settings.member)
-        scan = start_up_scan(settings.sessions_path)
+        scan = start_up_scan(session_statuses(settings.sessions_path))
         hand_over_recoveries(asys, registry, scan.in_flight)
         if scan.webhooks:  # after Services: the executor journals through the registry
             asys.tell(services[WEBHOOK_EXECUTOR_GLOBAL_NAME],  # type: ignore[attr-defined]

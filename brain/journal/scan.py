@@ -306,3 +306,9 @@ class JournalScan:
                 path, pos, expected, f"{reason} at the end of a segment that is not the last"
             )
         self.torn = Torn(path, batch_start, self.last_seq + 1, reason, size)
+
+
+def journal_records(journal_dir: Path) -> Iterator[dict[str, Any]]:
+    """The records of the journal in `journal_dir`, in order, by the same rules as the scan."""
+    for frame in JournalScan(journal_dir):
+        yield frame.record

@@ -1,4 +1,4 @@
-"""Which of a session's Environments are set up now, read from its journal.
+"""Which of a session's Environments are set up now, decided from its journal's records.
 
 Teardown is owed only to an Environment whose setup succeeded and that no earlier teardown
 already removed: tearing down one whose setup failed (a `host` Environment with no host, say)
@@ -8,17 +8,16 @@ partial teardown should retry only what failed.
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from brain.journal.scan import JournalScan
 
-
-def environments_set_up(journal_dir: Path) -> set[str]:
-    """Names of the Environments whose last successful op was `setup`."""
+def set_up_in(records: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Names of the Environments whose last successful op was `setup`, from a session's
+    records in order (brain/journal/scan.py `journal_records` reads them)."""
     started: dict[int, tuple[str, str]] = {}  # environment_op_started seq -> (name, op)
     set_up: set[str] = set()
-    for frame in JournalScan(journal_dir):
-        record = frame.record
+    for record in records:
         kind = record["kind"]
         if kind == "environment_op_started":
             started[record["seq"]] = (record.get("environment"), record.get("op"))
@@ -29,3 +28,11 @@ def environments_set_up(journal_dir: Path) -> set[str]:
             elif op == "teardown":
                 set_up.discard(name)
     return set_up
+
+
+def environments_set_up(journal_dir: Any) -> set[str]:
+    """`set_up_in` the records of the journal in `journal_dir`: the one read left in this
+    package, for the session actor's delete until it reads the records itself."""
+    from brain.journal.scan import journal_records
+
+    return set_up_in(journal_records(journal_dir))

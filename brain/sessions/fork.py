@@ -3,8 +3,9 @@
 A fork is a new session whose journal begins with `forked_from {session_id, sequence}`, then the
 parent's `session_created` config and, copied once, its transcript and kv as they stood at that
 sequence (docs/concepts.md, "Forks"). The child is created like any session, so it never reads
-the parent's files again. Deciding it is a read of the parent's journal: the parent's actor is
-never woken, and the parent may be running a turn meanwhile.
+the parent's files again. Deciding it takes a read of the parent's journal (its status, then its
+projection at the sequence: brain/journal/projection_at.py), made by the caller: the parent's
+actor is never woken, and the parent may be running a turn meanwhile.
 
 Refused: a sequence past the parent's last record (`sequence_beyond_end`), one inside a turn,
 from its `turn_started` up to the record that ends it (`fork_inside_turn`: the turn's state is
@@ -13,27 +14,17 @@ half made, and its effects belong to the parent), and one before the parent's `s
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from brain import errors
 from brain.journal.projection import Projection
-from brain.journal.projection_at import projection_at
 from brain.protocol.messages import CreateSession
 
 
-def fork_of(parent_id: str, parent_dir: Path, last_sequence: int,
-            at_sequence: int) -> CreateSession:
-    """The create command of a fork of the session in `parent_dir` at `at_sequence`.
-
-    `last_sequence` is the parent's last committed record as its status read it; raises the
-    contract's error for a sequence that may not be forked, CorruptJournal for a journal
-    refused before it.
-    """
+def refuse_past_end(at_sequence: int, last_sequence: int) -> None:
+    """Raise `sequence_beyond_end` for a sequence past the parent's last committed record as
+    its status read it, before its journal is read at that sequence."""
     if at_sequence > last_sequence:
         raise errors.SequenceBeyondEnd(
             f"at_sequence {at_sequence} is past the session's last record ({last_sequence})")
-    at = projection_at(parent_dir, at_sequence)
-    return fork_command(parent_id, at.record, at.batch, at_sequence)
 
 
 def fork_command(parent_id: str, record: Projection, batch: Projection,

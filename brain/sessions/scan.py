@@ -1,14 +1,18 @@
-"""Which sessions have work in flight or webhooks owed, read from their journals (no actor is
-asked)."""
+"""Which sessions have work in flight or webhooks owed, decided from their status projections
+(read by brain/journal/statuses.py; no actor is asked)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from brain.journal.projection import Projection
 from brain.protocol.messages import DeliverWebhook
 
 IN_FLIGHT = ("creating", "running", "ending")
+
+Status = tuple[str, Projection, object | None]
+"""`(session_id, status projection, refusal or None)`, as each session's journal was read."""
 
 
 @dataclass(frozen=True)
@@ -20,29 +24,21 @@ class StartUpScan:
     webhooks: tuple[DeliverWebhook, ...] = ()
 
 
-def start_up_scan(sessions_root: Path) -> StartUpScan:
-    """One status read of every session (no transcript decoded)."""
-    from brain.journal import JournalError, SessionReader
-
+def start_up_scan(statuses: Iterable[Status]) -> StartUpScan:
+    """The sessions to recover and the deliveries to resume, from every session's status."""
     in_flight: list[str] = []
     webhooks: list[DeliverWebhook] = []
-    if not sessions_root.is_dir():
-        return StartUpScan()
-    for session_dir in sorted(sessions_root.iterdir()):
-        try:
-            projection, damage = SessionReader(session_dir).status_projection()
-        except (JournalError, OSError, KeyError):
-            continue
+    for session_id, projection, damage in statuses:
         if damage is not None:  # it takes no write: neither recovery nor delivery records
             continue
         if projection.status in IN_FLIGHT:
-            in_flight.append(session_dir.name)
+            in_flight.append(session_id)
         for ident, pending in sorted(projection.webhooks_pending.items()):
-            webhooks.append(DeliverWebhook(session_dir.name, ident, pending["body"],
+            webhooks.append(DeliverWebhook(session_id, ident, pending["body"],
                                            pending["attempts"]))
     return StartUpScan(in_flight, tuple(webhooks))
 
 
-def sessions_in_flight(sessions_root: Path) -> list[str]:
+def sessions_in_flight(statuses: Iterable[Status]) -> list[str]:
     """Sessions whose projection says creation, a turn or an ending has not finished."""
-    return start_up_scan(sessions_root).in_flight
+    return start_up_scan(statuses).in_flight

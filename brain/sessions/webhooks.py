@@ -4,10 +4,10 @@ When a turn ends, fails or is interrupted, and the server names a webhook (BRAIN
 the step that commits the turn's terminal record commits `webhook_delivery_pending` in the same
 batch, and sends `DeliverWebhook` to the webhook executor, which the actor does only once that
 batch is durable. So a delivery is never sent that the journal does not hold, and one the
-journal holds is never lost: a restart finds it pending (brain/sessions/scan.py). What each
-attempt came to reaches the session as a `WebhookRecord` command and is journaled here. None of
-this changes the turn: its result, its Events and its answer are the same with or without a
-webhook (docs/operations.md, "Webhooks").
+journal holds is never lost: a restart finds it pending (brain/sessions/scan.py, from the
+statuses brain/journal/statuses.py reads). What each attempt came to reaches the session as a
+`WebhookRecord` command and is journaled here. None of this changes the turn: its result, its
+Events and its answer are the same with or without a webhook (docs/operations.md, "Webhooks").
 """
 
 from __future__ import annotations

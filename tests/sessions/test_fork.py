@@ -11,8 +11,9 @@ import pytest
 from brain import errors
 from brain.journal import JournalWriter, SessionReader
 from brain.journal.projection_at import projection_at
+from brain.protocol.messages import CreateSession
 from brain.sessions import records
-from brain.sessions.fork import fork_of
+from brain.sessions.fork import fork_command, refuse_past_end
 
 CONFIG = {"agentloop": {"name": "default"}, "model": {"name": "scripted"}, "tools": [],
           "environments": [], "idle_ttl_ms": None, "metadata": {"m": 1}}
@@ -40,6 +41,15 @@ def parent_journal(session_dir: Path) -> None:
         writer.append([records.kv_delete("gone")])
     finally:
         writer.close()
+
+
+def fork_of(parent_id: str, parent_dir: Path, last_sequence: int,
+            at_sequence: int) -> CreateSession:
+    """As POST /v1/sessions/{id}/forks decides it: the status's last sequence first, then the
+    parent's journal read at the sequence."""
+    refuse_past_end(at_sequence, last_sequence)
+    at = projection_at(parent_dir, at_sequence)
+    return fork_command(parent_id, at.record, at.batch, at_sequence)
 
 
 @pytest.fixture

@@ -1,15 +1,15 @@
 """The WebhookExecutor actor: delivers the webhooks of turns that are over, at least once.
 
-One per actor system, created at boot, like the effect executors. It gets a `DeliverWebhook`
-from a session actor once that turn's `webhook_delivery_pending` is durable, or from boot for
-each delivery a restart found pending in the journals (brain/sessions/scan.py). Each attempt
-runs in a thread of its own (a slow receiver holds no session and no turn); what it came to goes
-to the registry as a `WebhookRecord` command, which the session's actor journals (opening the
-session if no actor holds it), and the next attempt waits on this actor's own timer. So the
-executor owns the retries: a session actor is released between attempts as after any turn, and
-a restart rebuilds the executor's table from the journals. A delivery whose session was deleted
-is dropped before its next attempt. The secret is read from the settings here and used only to
-sign; it reaches no record, message or log.
+One per actor system, created at boot, like the effect executors. It gets a `DeliverWebhook` from a
+session actor once that turn's `webhook_delivery_pending` is durable, or from boot for each
+delivery a restart found pending in the journals (brain/journal/statuses.py reads them,
+brain/sessions/scan.py gathers the deliveries). Each attempt runs in a thread of its own (a slow
+receiver holds no session and no turn); what it came to goes to the registry as a `WebhookRecord`
+command, which the session's actor journals (opening the session if no actor holds it), and the
+next attempt waits on this actor's own timer. So the executor owns the retries: a session actor is
+released between attempts as after any turn, and a restart rebuilds the executor's table from the
+journals. A delivery whose session was deleted is dropped before its next attempt. The secret is
+read from the settings here and used only to sign; it reaches no record, message or log.
 """
 
 from __future__ import annotations

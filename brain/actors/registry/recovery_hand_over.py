@@ -2,13 +2,14 @@
 got them.
 
 At start-up, boot scans the data dir for sessions whose journal shows work in flight (a turn, a
-creation, an ending, an effect; brain/sessions/scan.py) and has the registry open each one, so
-that the interrupted work is recorded failed before anyone asks (`Recover`). Thespian's `tell`
-returns quietly when its transmit fails, and a lost `Recover` would leave that session's status
-`running` until its next command, which a client that only reads it never sends. So boot asks
-instead: `RecoverSessions` in batches, each answered by the registry once it holds it, and a
-batch with no answer in time is sent again. A repeat is harmless: the registry does not queue a
-second `Recover` behind a waiting one, and recovering a recovered session records nothing.
+creation, an ending, an effect; brain/journal/statuses.py, brain/sessions/scan.py) and has the
+registry open each one, so that the interrupted work is recorded failed before anyone asks
+(`Recover`). Thespian's `tell` returns quietly when its transmit fails, and a lost `Recover` would
+leave that session's status `running` until its next command, which a client that only reads it
+never sends. So boot asks instead: `RecoverSessions` in batches, each answered by the registry once
+it holds it, and a batch with no answer in time is sent again. A repeat is harmless: the registry
+does not queue a second `Recover` behind a waiting one, and recovering a recovered session records
+nothing.
 """
 
 from __future__ import annotations

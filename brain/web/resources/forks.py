@@ -1,8 +1,9 @@
 """POST /v1/sessions/{id}/forks: a new session starting from this one's state at a sequence.
 
-The fork is decided by reading the parent's journal in this worker (brain/sessions/fork.py), so
-the parent's actor is never woken and a busy parent is no obstacle; the child is then created
-through the registry exactly as POST /v1/sessions creates a session, on this member.
+The fork is decided by reading the parent's journal in this worker (brain/journal/projection_at.py)
+and judging what was read (brain/sessions/fork.py), so the parent's actor is never woken and a
+busy parent is no obstacle; the child is then created through the registry exactly as
+POST /v1/sessions creates a session, on this member.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import falcon
 from brain import errors
 from brain.actors.convention import member_session_id
 from brain.journal import CorruptJournal, SessionReader
-from brain.sessions.fork import fork_of
+from brain.journal.projection_at import projection_at
+from brain.sessions.fork import fork_command, refuse_past_end
 from brain.settings import Settings
 from brain.web.contract import WRITE_ERRORS, Answer, operation
 from brain.web.gateway import ActorGateway
@@ -54,7 +56,9 @@ class ForksResource:
                 raise damaged_error(self.settings.data_path, session_id, refused)
             if status["config"] is None:
                 raise errors.NotFound("no such session")  # its create never committed
-            create = fork_of(session_id, parent_dir, status["last_sequence"], at_sequence)
+            refuse_past_end(at_sequence, status["last_sequence"])
+            at = projection_at(parent_dir, at_sequence)
+            create = fork_command(session_id, at.record, at.batch, at_sequence)
         except CorruptJournal as exc:
             raise damaged_error(self.settings.data_path, session_id, exc) from None
         except FileNotFoundError:

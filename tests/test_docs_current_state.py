@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 MAX_LINES = 400
 SHORT_PAGES = ("benchmarks.md", "decisions.md")
@@ -41,3 +43,25 @@ def test_the_check_catches_narration() -> None:
     text = ("At the end of the pass, the fourth speed pass, Since then the turn is faster.\n"
             "A round trip, a first passing test and a session token are fine.\n")
     assert narration(text) == ["end of the pass", "speed pass", "Since then"]
+
+
+FIT_TABLE_COUNT = re.compile(r"the\s+fit\s+table\s+\(`brain/actors/thespian/fit\.py`\)\s+has\s+"
+                             r"(\d+)\s+entries")
+"""How docs/architecture.md and docs/thespian-patches.md give the number of entries of the fit
+table (PATCHES in brain/actors/thespian/fit.py), the places where Brain touches Thespian."""
+
+
+@pytest.mark.parametrize("page", ["architecture.md", "thespian-patches.md"])
+def test_the_count_of_thespian_patches_is_the_fit_tables(page: str) -> None:
+    from brain.actors.thespian.fit import PATCHES
+
+    counts = [int(n) for n in FIT_TABLE_COUNT.findall((DOCS / page).read_text())]
+    assert counts == [len(PATCHES)]
+
+
+def test_the_patches_page_lists_every_entry_of_the_fit_table() -> None:
+    from brain.actors.thespian.fit import PATCH_MODULES, PATCHES
+
+    text = (DOCS / "thespian-patches.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| `(\w+)\.py` \|", text, re.MULTILINE)
+    assert dict(rows) == PATCH_MODULES and len(rows) == len(PATCHES)

@@ -47,6 +47,7 @@ from brain.actors.thespian.exits import tell_how_children_exit
 from brain.actors.thespian.fit import ThespianMismatch, check_thespian
 from brain.actors.thespian.forwarded_creates import patch_forwarded_creates
 from brain.actors.thespian.inherited_sockets import let_go_of_inherited_listeners
+from brain.actors.thespian.no_daemon import keep_admin_in_this_process_group
 from brain.actors.thespian.proctitle import name_thespian_processes
 from brain.actors.thespian.speedups import speed_up_message_path
 from brain.data_dir import keep_files_private
@@ -75,18 +76,6 @@ THESPIAN_LOGGING = {
                             "level": "WARNING"}},
     "root": {"handlers": ["stderr"], "level": "WARNING"},
 }
-
-
-def keep_admin_in_this_process_group() -> None:
-    """Stop Thespian's admin from leaving Brain's process group.
-
-    Thespian daemonizes its admin (`os.setsid()` and a double fork). Brain wants the opposite:
-    every process it starts stays in the supervisor's process group, so a SIGKILL of that group
-    (a crash, or a crash test) reaches the admin and every actor, and the supervisor (a child
-    subreaper) inherits the double-forked admin instead of init. This process does nothing else
-    that needs a new session, so `setsid` becomes a no-op here and in what it forks.
-    """
-    os.setsid = lambda: None
 
 
 def preload_for_actors() -> None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brain.actors.thespian.endpoint import admin_address
 from brain.durable_dirs import make_dirs_durable, replace_durably
 from brain.settings import Settings
 
@@ -52,7 +53,7 @@ def admin_identity(asys: Any, timeout: float = STATUS_TIMEOUT_SECS) -> str | Non
     """The identity the admin `asys` is joined to answers with; None if it has none."""
     from thespian.actors import Thespian_StatusReq, Thespian_SystemStatus
 
-    admin = asys._systemBase.adminAddr
+    admin = admin_address(asys)
     answer = asys.ask(admin, Thespian_StatusReq(), timeout)
     if not isinstance(answer, Thespian_SystemStatus):
         return None

@@ -36,6 +36,7 @@ from brain.actors.identity import (
 )
 from brain.actors.thespian.auth import authenticate_actor_messages
 from brain.actors.thespian.confine import confine_thespian
+from brain.actors.thespian.endpoint import new_endpoint, send_confirmed, send_status
 from brain.actors.thespian.identify import describe_messages_lazily
 from brain.ports import local_host
 from brain.protocol.messages import (
@@ -48,7 +49,7 @@ from brain.protocol.messages import (
 from brain.settings import Settings
 from brain.tracing.gateway_trace import trace_ask
 from brain.web.member_registries import LOOKUP_SECS, MemberNotReached, MemberRegistries
-from brain.web.reply_inbox import ReplyInbox, send_confirmed, send_status
+from brain.web.reply_inbox import ReplyInbox
 
 if TYPE_CHECKING:
     from brain.web.members import Member
@@ -131,19 +132,14 @@ class ActorGateway:
         if self._inbox is None:
             with self._lock:
                 if self._inbox is None:
-                    from thespian.actors import ExternalContext
-
-                    self._inbox = ReplyInbox(
-                        ExternalContext(self._system._systemBase.external_clone()))
+                    self._inbox = ReplyInbox(new_endpoint(self._system))
         return self._inbox
 
     def _take_endpoint(self) -> Any:
         with self._lock:
             if self._pool:
                 return self._pool.pop()
-        from thespian.actors import ExternalContext
-
-        return ExternalContext(self._system._systemBase.external_clone())
+        return new_endpoint(self._system)
 
     def _return_endpoint(self, endpoint: Any) -> None:
         with self._lock:
@@ -183,7 +179,8 @@ class ActorGateway:
 
     def _send_to_registry(self, message: ToSession, member: Member | None) -> Any:
         """Deliver `message` to the registry holding its session; that registry's address,
-        or None when this member's own did not take it in SEND_SECS."""
+        or None when this member's own did not take it in SEND_SECS
+        (brain/actors/thespian/endpoint.py)."""
         if member is None:
             trace_ask("send", self._registry, message)
             endpoint = self._take_endpoint()
@@ -214,11 +211,11 @@ class ActorGateway:
         with the registry's global name. Blocks until Thespian answers; MemberRegistries
         (brain/web/member_registries.py) runs it in a thread of its own and bounds the wait.
         None when no member of that name is in the convention."""
-        from thespian.actors import ActorSystemException, ExternalContext
+        from thespian.actors import ActorSystemException
 
         from brain.actors.registry.actor import Registry
 
-        context = ExternalContext(self._system._systemBase.external_clone())
+        context = new_endpoint(self._system)
         try:
             return context.createActor(
                 Registry, targetActorRequirements=member_requirements(name),

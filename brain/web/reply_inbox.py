@@ -26,6 +26,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from brain.actors.thespian.endpoint import endpoint_address
 from brain.protocol.messages import Reply
 
 log = logging.getLogger(__name__)
@@ -33,52 +34,6 @@ log = logging.getLogger(__name__)
 LISTEN_SECS = 1.0  # how long one listen waits before the loop checks that it should go on
 FAILURE_PAUSE_SECS = 0.2
 GAVE_UP_KEPT = 4096  # ids of requests that stopped waiting, remembered this many at most
-
-
-SEND_SECS = 30.0  # a routed command not on its way by then has failed to send
-
-
-def send_confirmed(endpoint: Any, address: Any, message: Any,
-                   timeout: float = SEND_SECS) -> bool:
-    """Send `message` from `endpoint` and run its transport until the transmit is done: True
-    when it was delivered, False when it failed or did not finish in `timeout`.
-
-    Thespian's `tell` returns quietly when a transmit ends in failure, and an `ask` learns of
-    it only because it waits on the same endpoint; a request whose answer comes to the inbox
-    must learn it here, or it would wait out its whole deadline for a message never sent."""
-    return send_status(endpoint, address, message, timeout) == "sent"
-
-
-def send_status(endpoint: Any, address: Any, message: Any,
-                timeout: float = SEND_SECS) -> str:
-    """Like send_confirmed, with why:
-
-    - "sent": delivered (the receiver acknowledged it);
-    - "dead": the target refused the connection: no process listens there, so the message was
-      certainly not delivered and may be sent again to a fresh address;
-    - "unsent": `timeout` passed before a byte of it left (a connection that never opened, as
-      across a network partition); the endpoint must then be dropped (`exit_clone`), which
-      ends the transmit, so the message is never delivered;
-    - "failed": any other failure or end of `timeout`, where it may or may not have arrived.
-    """
-    from thespian.system.systemBase import TransmitTrack
-    from thespian.system.transport import SendStatus, TransmitIntent
-
-    ops = endpoint._systemBase
-    watch = TransmitTrack(ops.transport, ops.adminAddr)
-    intent = TransmitIntent(address, message, onError=watch.transmit_failed)
-    ops.transport.scheduleTransmit(None, intent)
-    limit = time.monotonic() + timeout
-    while True:
-        remaining = limit - time.monotonic()
-        if remaining <= 0:
-            untouched = not getattr(intent, "amtSent", 0) and not intent._attempts
-            return "unsent" if untouched else "failed"
-        pending = ops._run_transport(remaining, txonly=True)
-        if watch.failed:
-            return "dead" if watch.failure == SendStatus.DeadTarget else "failed"
-        if not pending:
-            return "sent"
 
 
 class Waiter:
@@ -106,7 +61,7 @@ class ReplyInbox:
 
     def __init__(self, endpoint: Any) -> None:
         self._endpoint = endpoint
-        self.address = endpoint._systemBase.transport.myAddress
+        self.address = endpoint_address(endpoint)
         self._waiting: dict[str, Waiter] = {}
         self._gave_up: OrderedDict[str, None] = OrderedDict()  # their replies may still come
         self._lock = threading.Lock()

@@ -483,6 +483,81 @@ def exits(patched: bool) -> dict[str, Any]:
     return {"child_pid": child_pid, "notice": notice}
 
 
+def confine(patched: bool) -> dict[str, Any]:
+    """The interface an endpoint's port listens on, with THESPIAN_BASE_IPADDR set to loopback
+    either way: Thespian still binds an address made for others to reach (`external`) to every
+    interface, so only the replaced `IPActorAddress.__init__` keeps the port on loopback."""
+    import os
+
+    os.environ["THESPIAN_BASE_IPADDR"] = "127.0.0.1"
+    fits_after = None
+    if patched:
+        from brain.actors.thespian.confine import confine_thespian
+        from brain.actors.thespian.fit import check_thespian
+
+        confine_thespian("127.0.0.1")
+        check_thespian()  # raises if the patched Thespian no longer reads as the one it fits
+        fits_after = True
+    listening = endpoint().socket.getsockname()[0]
+    return {"listens_on": listening, "fits_after": fits_after}
+
+
+class Reporter(Actor):
+    """Answers how its process is titled and which session and process group it is in."""
+
+    def receiveMessage(self, message: Any, sender: Any) -> None:
+        import os
+
+        if message == "report":
+            with open("/proc/self/cmdline", "rb") as cmdline:
+                title = cmdline.read().split(b"\0")[0].decode()
+            self.send(sender, {"title": title, "sid": os.getsid(0), "pgid": os.getpgrp()})
+
+
+def _actor_process_report(apply: Callable[[], None] | None) -> dict[str, Any]:
+    """A real actor system started after `apply` (a patching function, or None): what a
+    Reporter actor says of its process, beside this process's session and process group."""
+    import os
+
+    from thespian.actors import ActorSystem
+
+    fits_after = None
+    if apply is not None:
+        from brain.actors.thespian.fit import check_thespian
+
+        apply()
+        check_thespian()  # raises if the patched Thespian no longer reads as the one it fits
+        fits_after = True
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port})
+    try:
+        report = asys.ask(asys.createActor(Reporter), "report", 10)
+    finally:
+        asys.shutdown()
+    return {"actor": report, "sid": os.getsid(0), "pgid": os.getpgrp(), "fits_after": fits_after}
+
+
+def proctitle(patched: bool) -> dict[str, Any]:
+    """How an actor's process is titled: Thespian's `<class> <address>`, or Brain's."""
+    if not patched:
+        return _actor_process_report(None)
+    from brain.actors.thespian.proctitle import name_thespian_processes
+
+    return _actor_process_report(name_thespian_processes)
+
+
+def no_daemon(patched: bool) -> dict[str, Any]:
+    """Which session an actor's process is in: Thespian's admin starts a session of its own
+    (`os.setsid()`), and its actors are forked from it."""
+    if not patched:
+        return _actor_process_report(None)
+    from brain.actors.thespian.no_daemon import keep_admin_in_this_process_group
+
+    return _actor_process_report(keep_admin_in_this_process_group)
+
+
 def _fresh_file(name: str) -> str:
     """A path to a file not there yet, in a directory of its own."""
     return str(Path(tempfile.mkdtemp(prefix="brain-scenario-")) / name)
@@ -528,6 +603,9 @@ SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "forged-message": forged_message,
     "forged-reply": forged_reply,
     "exits": exits,
+    "confine": confine,
+    "proctitle": proctitle,
+    "no-daemon": no_daemon,
 }
 
 

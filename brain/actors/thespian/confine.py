@@ -6,14 +6,20 @@ of those ports can run code. Thespian binds the address its `IPActorAddress` com
 private interface of a multi-host convention). It must run in every process that opens a
 Thespian transport before the first ActorSystem call: the boot process (whose forks inherit it)
 and each web worker.
+
+What of Thespian it replaces or relies on (`IPActorAddress.__init__`, the module's
+`REUSE_SOCKETS` and `LISTEN_DEPTH`, `thisSystem`) is the `thespian_confine` entry of
+brain/actors/thespian/fit.py, checked before anything is patched.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 
 from thespian.system.transport import IPBase, TCPTransport
 
+from brain.actors.thespian.fit import check_thespian
 from brain.actors.thespian.receive import read_messages_whole
 from brain.actors.thespian.reuse import patch_idle_socket_reuse
 
@@ -25,15 +31,20 @@ _applied_to: str | None = None
 
 def confine_thespian(bind_address: str, convention: bool = False) -> None:
     """Make every Thespian listening socket in this process bind to `bind_address`, and patch
-    Thespian's transport (`convention`: this process is a member of several hosts')."""
+    Thespian's transport (`convention`: this process is a member of several hosts').
+
+    Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
+    """
     global _applied_to
     if _applied_to is not None:
         if _applied_to != bind_address:
             raise RuntimeError(f"Thespian already confined to {_applied_to}")
         return
+    check_thespian(["thespian_confine"])
     os.environ["THESPIAN_BASE_IPADDR"] = bind_address
     original_init = IPBase.IPActorAddress.__init__
 
+    @functools.wraps(original_init)  # the fit check reads the replaced signature
     def confined_init(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         original_init(self, *args, **kwargs)
         host, port = self.bindname[0], self.bindname[1]

@@ -5,14 +5,19 @@ Every actor process is a fork of the boot process, so without this they all show
 logger, every actor) through its `setProcName`; Brain replaces that function, before the
 admin is forked, with one that writes `brain: actor system`, `brain: registry`,
 `brain: model executor`, ... A session actor adds its session id once it learns it.
+What of Thespian this replaces or relies on is the `thespian_proctitle` entry of
+brain/actors/thespian/fit.py, checked before anything is patched.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
 from setproctitle import setproctitle, setthreadtitle
+
+from brain.actors.thespian.fit import patch_once
 
 THESPIAN_ROLES = {"MultiProcAdmin": "actor system", "logger": "actor logger"}
 
@@ -66,9 +71,15 @@ def rename_actor_process(role: str) -> None:
         name_process(role)
 
 
+@patch_once("thespian_proctitle")
 def name_thespian_processes() -> None:
     """Make every process Thespian starts from here on name itself as Brain's."""
     from thespian.system import logdirector, multiprocCommon
 
-    multiprocCommon.setProcName = _brain_set_proc_name
-    logdirector.setProcName = _brain_set_proc_name
+    # the fit check reads the replaced signature (brain/actors/thespian/fit.py)
+    @functools.wraps(multiprocCommon.setProcName)
+    def setProcName(name: str, actorAddr: Any) -> None:  # noqa: N802, N803
+        _brain_set_proc_name(name, actorAddr)
+
+    multiprocCommon.setProcName = setProcName
+    logdirector.setProcName = setProcName

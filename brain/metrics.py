@@ -12,6 +12,15 @@ import bisect
 from collections.abc import Iterable
 from typing import Any
 
+from brain.protocol.records import (
+    ENVIRONMENT_OP_STARTED,
+    MODEL_CALL_STARTED,
+    TOOL_CALL_STARTED,
+    TURN_ENDED,
+    TURN_FAILED,
+    TURN_STARTED,
+)
+
 COUNTERS: dict[str, str] = {
     "brain_turns_total": "turns finished, by status and error code",
     "brain_effects_total": "effect terminals committed, by kind and outcome",
@@ -109,8 +118,8 @@ class Latencies:
     terminal records can be observed as durations. A start this actor did not see (a turn
     admitted by a web worker, or one carried on after a suspension) is told it by `note`."""
 
-    STARTS = frozenset({"turn_started", "model_call_started", "tool_call_started",
-                        "environment_op_started"})
+    STARTS = frozenset({TURN_STARTED, MODEL_CALL_STARTED, TOOL_CALL_STARTED,
+                        ENVIRONMENT_OP_STARTED})
 
     def __init__(self) -> None:
         self.starts: dict[int, int] = {}
@@ -126,7 +135,7 @@ class Latencies:
         if began is None:
             return
         seconds = max(record["at"] - began, 0) / 1000.0
-        if kind in ("turn_ended", "turn_failed"):
+        if kind in (TURN_ENDED, TURN_FAILED):
             batch.observe("brain_turn_duration_seconds", seconds,
                           status=kind.rsplit("_", 1)[1])
         elif not kind.startswith("activation_"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,21 @@ def test_config_error_has_one_home():
 
     assert brain.config.ConfigError is brain.errors.ConfigError
     assert issubclass(ProviderSpecError, brain.errors.ConfigError)
+
+
+PROTOCOL = sorted(f"brain.protocol.{path.stem}" for path in
+                  (Path(__file__).resolve().parents[1] / "brain" / "protocol").glob("*.py")
+                  if path.stem != "__init__")
+
+
+@pytest.mark.parametrize("module", PROTOCOL)
+def test_the_protocol_is_a_bottom_layer(module):
+    """The vocabulary (messages, effects, record kinds) is spoken by the session core, the
+    actors, the web tier and the journal: it imports none of them."""
+    above = ("brain.sessions", "brain.actors", "brain.web", "brain.journal")
+    assert not {name for name in imported_after(module) if name.startswith(above)}
+
+
+def test_the_record_kinds_import_nothing_of_brain():
+    assert imported_after("brain.protocol.records") == {"brain", "brain.protocol",
+                                                       "brain.protocol.records"}

@@ -25,6 +25,15 @@ from brain.client import (
     Session,
     TurnResult,
 )
+from brain.protocol.records import (
+    SESSION_ENDED,
+    SESSION_FAILED,
+    TOOL_CALL_ENDED,
+    TOOL_CALL_FAILED,
+    TOOL_CALL_STARTED,
+    TURN_ENDED,
+    TURN_FAILED,
+)
 
 HELP = ("commands: /transcript, /events N (the last N Events), /end (end the session), "
         "/quit (leave it open), /help; Ctrl-C interrupts a turn, twice leaves")
@@ -70,24 +79,24 @@ class Follower(threading.Thread):
         self.stream.close()  # safe from this thread: the follower's loop then ends
 
     def _show(self, event: Event) -> None:
-        if event.kind == "tool_call_started":
+        if event.kind == TOOL_CALL_STARTED:
             self.tools[event.sequence] = str(event.data.get("tool"))
             self._line(render.tool_started_line(event))
-        elif event.kind in ("tool_call_ended", "tool_call_failed"):
+        elif event.kind in (TOOL_CALL_ENDED, TOOL_CALL_FAILED):
             tool = self.tools.pop(event.data.get("started"), "tool")
             self._line(render.tool_finished_line(event, tool))
         elif event.origin is not None:
             self._line(f"  • {render.event_line(event)}")
-        elif event.kind == "turn_ended":
+        elif event.kind == TURN_ENDED:
             if self.streamed:
                 self._write("")
             else:
                 self._write(render.message_text(event.data.get("output")))
             self._finish(event)
-        elif event.kind == "turn_failed":
+        elif event.kind == TURN_FAILED:
             self._line(f"[turn failed: {render.error_text(event.data.get('error') or {})}]")
             self._finish(event)
-        elif event.kind in ("session_ended", "session_failed"):
+        elif event.kind in (SESSION_ENDED, SESSION_FAILED):
             self._line(f"[{event.kind.replace('_', ' ')}]")
 
     def _line(self, text: str) -> None:

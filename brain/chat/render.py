@@ -6,6 +6,13 @@ import json
 from typing import Any
 
 from brain.client import Event
+from brain.protocol.records import (
+    MODEL_CALL_STARTED,
+    TOOL_CALL_FAILED,
+    TOOL_CALL_STARTED,
+    TURN_ENDED,
+    TURN_STARTED,
+)
 
 MAX_SHOWN = 200  # characters of a Tool's input or result shown on one line
 
@@ -51,15 +58,15 @@ def event_detail(event: Event) -> str:
     data = event.data
     if event.origin is not None:  # an extension Event: its kind is its own name
         return short(data)
-    if event.kind == "turn_started":
+    if event.kind == TURN_STARTED:
         return short(data.get("input"))
-    if event.kind == "turn_ended":
+    if event.kind == TURN_ENDED:
         return short(data.get("output"))
     if event.kind.endswith("_failed") and isinstance(data.get("error"), dict):
         return error_text(data["error"])
-    if event.kind == "tool_call_started":
+    if event.kind == TOOL_CALL_STARTED:
         return f"{data.get('tool')} {short(data.get('invocation', {}).get('input'))}"
-    if event.kind == "model_call_started":
+    if event.kind == MODEL_CALL_STARTED:
         return str(data.get("model", ""))
     return ""
 
@@ -73,7 +80,7 @@ def tool_started_line(event: Event) -> str:
 
 
 def tool_finished_line(event: Event, tool: str) -> str:
-    if event.kind == "tool_call_failed":
+    if event.kind == TOOL_CALL_FAILED:
         return f"  ✗ {tool} {error_text(event.data.get('error') or {})}"
     result = event.data.get("result")
     content = result.get("content") if isinstance(result, dict) else result

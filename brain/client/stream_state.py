@@ -26,8 +26,9 @@ from brain.client.errors import (
 )
 from brain.client.shapes import Event, ModelDelta
 from brain.net.sse import SseEvent, SseParser
+from brain.protocol.records import SESSION_ENDED
 
-END_KINDS = frozenset({"session_ended"})
+END_KINDS = frozenset({SESSION_ENDED})
 MAX_BACKOFF_SECS = 5.0
 
 

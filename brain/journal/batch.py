@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from brain.journal.errors import InvalidRecord
+from brain.protocol.records import TRANSCRIPT_CHANGED
 
 RESERVED = ("seq", "kind", "at")
 
@@ -31,7 +32,7 @@ def number_batch(
         if "seq" in fields or "at" in fields:  # fields cannot choose them
             fields = {k: v for k, v in fields.items() if k not in RESERVED}
         record = {"seq": seq, "kind": kind, "at": at, **fields}
-        if kind == "transcript_changed":
+        if kind == TRANSCRIPT_CHANGED:
             length = check_delta(record, length)
         committed.append(record)
         seq += 1
@@ -41,7 +42,7 @@ def number_batch(
 def length_before(records: list[dict[str, Any]], index: int, length: int) -> int:
     """The transcript length just before records[index], given the length before records[0]."""
     for record in records[:index]:
-        if record["kind"] == "transcript_changed":
+        if record["kind"] == TRANSCRIPT_CHANGED:
             length = record["length"]
     return length
 

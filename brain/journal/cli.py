@@ -35,6 +35,7 @@ from brain.journal.checkpoint import resume_cursor
 from brain.journal.damage import Damage
 from brain.journal.history import history_mismatch
 from brain.journal.segments import segment_name
+from brain.protocol.records import TRANSCRIPT_CHANGED
 
 
 def resolve(target: str, environ: dict[str, str] | None = None) -> tuple[Path, Path | None]:
@@ -75,7 +76,7 @@ def verify(target: str, out: TextIO | None = None) -> int:
             record = frame.record
             if to_event(record, length) is not None:
                 events += 1
-            if record["kind"] == "transcript_changed":
+            if record["kind"] == TRANSCRIPT_CHANGED:
                 length = record["length"]
             kinds[record["kind"]] = kinds.get(record["kind"], 0) + 1
             builder.apply(record)

@@ -1,9 +1,9 @@
 """Public Events: which records are public, and the envelope the HTTP API shows for them.
 
-Public kinds are exactly the public records listed in docs/journal.md ("Projections and
-Events"), plus extension Events
-(public under their own `name`) and `transcript_changed` when it replaces existing items (shown
-as `transcript_replaced`). Pure appends, kv records and webhook delivery records stay private.
+Whether a kind is public is declared with the kind, in brain.protocol.records: the public
+records listed in docs/journal.md ("Projections and Events"), plus extension Events (public
+under their own `name`) and `transcript_changed` when it replaces existing items (shown as
+`transcript_replaced`). Pure appends, kv records and webhook delivery records stay private.
 An Event keeps its record's journal sequence.
 """
 
@@ -13,20 +13,19 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-PUBLIC_RECORDS = frozenset({
-    "forked_from", "session_created", "session_failed", "session_ending", "session_ended",
-    "turn_started", "turn_ended", "turn_failed", "cancel_requested",
-    "activation_started", "activation_ended", "activation_failed",
-    "model_call_started", "model_call_ended", "model_call_failed",
-    "tool_call_started", "tool_call_ended", "tool_call_failed",
-    "environment_op_started", "environment_op_ended", "environment_op_failed",
-})  # fmt: skip
-PRIVATE_RECORDS = frozenset({
-    "transcript_changed", "kv_put", "kv_delete", "extension_event",
-    "webhook_delivery_pending", "webhook_delivery_attempted", "webhook_delivery_done",
-    "webhook_delivery_abandoned",
-})  # fmt: skip
-RECORD_NAMES = PUBLIC_RECORDS | PRIVATE_RECORDS
+from brain.protocol.records import (
+    ALWAYS_SHOWN,
+    EXTENSION_EVENT,
+    PRIVATE_RECORDS,
+    PUBLIC_RECORDS,
+    RECORD_NAMES,
+    TRANSCRIPT_CHANGED,
+    TRANSCRIPT_REPLACED,
+)
+
+__all__ = ["PRIVATE_RECORDS", "PUBLIC_RECORDS", "RECORD_NAMES", "is_public", "rfc3339_ms",
+           "to_event", "transcript_length_after"]
+
 _ENVELOPE = ("seq", "kind", "at")
 
 
@@ -54,16 +53,16 @@ def _second(seconds: int) -> str:
 
 def transcript_length_after(record: dict[str, Any], length_before: int) -> int:
     """The saved transcript length once `record` is folded (only deltas change it)."""
-    if record["kind"] == "transcript_changed":
+    if record["kind"] == TRANSCRIPT_CHANGED:
         return record["length"]
     return length_before
 
 
 def is_public(record: dict[str, Any], transcript_length_before: int) -> bool:
     kind = record["kind"]
-    if kind in PUBLIC_RECORDS or kind == "extension_event":
+    if kind in ALWAYS_SHOWN:
         return True
-    return kind == "transcript_changed" and record["start"] < transcript_length_before
+    return kind == TRANSCRIPT_CHANGED and record["start"] < transcript_length_before
 
 
 def to_event(
@@ -88,7 +87,7 @@ def to_event(
             seq, at = record["seq"], record["at"]
             data = {k: v for k, v in record.items() if k not in _ENVELOPE}
         return {"sequence": seq, "kind": kind, "at": rfc3339_ms(at), "data": data}
-    if kind == "extension_event":
+    if kind == EXTENSION_EVENT:
         event = {
             "sequence": record["seq"],
             "kind": record["name"],
@@ -98,10 +97,10 @@ def to_event(
         if record.get("origin") is not None:
             event["origin"] = record["origin"]
         return event
-    if kind == "transcript_changed" and record["start"] < transcript_length_before:
+    if kind == TRANSCRIPT_CHANGED and record["start"] < transcript_length_before:
         return {
             "sequence": record["seq"],
-            "kind": "transcript_replaced",
+            "kind": TRANSCRIPT_REPLACED,
             "at": rfc3339_ms(record["at"]),
             "data": {
                 "start": record["start"],

@@ -32,6 +32,7 @@ from brain.journal.segments import (
     segment_name,
 )
 from brain.journal.synced_mark import take_synced_mark
+from brain.protocol.records import TRANSCRIPT_CHANGED
 
 log = logging.getLogger("brain.journal")
 
@@ -183,7 +184,7 @@ class JournalOpening:
                 kept.append(record)
             if wants_seek_point(frame.seq, frame.offset, SEGMENT_HEADER_SIZE):
                 self._index.append(SeekPoint(frame.seq, frame.segment, frame.offset, length))
-            if record["kind"] == "transcript_changed":
+            if record["kind"] == TRANSCRIPT_CHANGED:
                 length = record["length"]
             if rebuild is not None:
                 try:

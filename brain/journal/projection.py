@@ -14,18 +14,37 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from brain.journal.errors import InvalidRecord
-from brain.journal.events import PUBLIC_RECORDS, rfc3339_ms
+from brain.journal.events import rfc3339_ms
 from brain.journal.transcript_text import TranscriptList
+from brain.protocol.records import (
+    ACTIVATION_ENDS,
+    ACTIVATION_STARTED,
+    ALWAYS_SHOWN,
+    CANCEL_REQUESTED,
+    EFFECT_STARTS,
+    EFFECT_TERMINALS,
+    ENVIRONMENT_OP_ENDED,
+    ENVIRONMENT_OP_STARTED,
+    EXTENSION_EVENT,
+    FORKED_FROM,
+    KV_DELETE,
+    KV_PUT,
+    SESSION_CREATED,
+    SESSION_ENDED,
+    SESSION_ENDING,
+    SESSION_FAILED,
+    TRANSCRIPT_CHANGED,
+    TURN_ENDED,
+    TURN_FAILED,
+    TURN_STARTED,
+    WEBHOOK_DELIVERY_ABANDONED,
+    WEBHOOK_DELIVERY_ATTEMPTED,
+    WEBHOOK_DELIVERY_DONE,
+    WEBHOOK_DELIVERY_PENDING,
+)
 
 FOLD_VERSION = 2
 
-EFFECT_STARTS = frozenset({
-    "activation_started", "model_call_started", "tool_call_started", "environment_op_started",
-})  # fmt: skip
-EFFECT_TERMINALS = frozenset({
-    "activation_ended", "activation_failed", "model_call_ended", "model_call_failed",
-    "tool_call_ended", "tool_call_failed", "environment_op_ended", "environment_op_failed",
-})  # fmt: skip
 SETTLED_STATUSES = frozenset({"ended", "failed"})
 
 
@@ -206,7 +225,7 @@ class ProjectionBuilder:
         started = record.get("started")
         if v["open_turn"] == started:
             v["open_turn"] = None
-        failed = record["kind"] == "turn_failed"
+        failed = record["kind"] == TURN_FAILED
         turn: dict[str, Any] = {"sequence": started, "status": "failed" if failed else "ended"}
         if failed:
             turn["error"] = record.get("error")
@@ -217,20 +236,20 @@ class ProjectionBuilder:
     def _effect_started(self, v: dict[str, Any], record: dict[str, Any]) -> None:
         seq, kind = record["seq"], record["kind"]
         self._own("unfinished_effects")[seq] = kind
-        if kind == "activation_started":
+        if kind == ACTIVATION_STARTED:
             v["open_activation"] = seq
-        elif kind == "environment_op_started" and record.get("op") == "setup":
+        elif kind == ENVIRONMENT_OP_STARTED and record.get("op") == "setup":
             v["pending_setups"] = (*v["pending_setups"], seq)
 
     def _effect_over(self, v: dict[str, Any], record: dict[str, Any]) -> None:
         started, kind = record.get("started"), record["kind"]
         if started in v["unfinished_effects"]:
             self._own("unfinished_effects").pop(started)
-        if kind.startswith("activation_") and v["open_activation"] == started:
+        if kind in ACTIVATION_ENDS and v["open_activation"] == started:
             v["open_activation"] = None
         if started in v["pending_setups"]:
             v["pending_setups"] = tuple(s for s in v["pending_setups"] if s != started)
-            if kind == "environment_op_ended":
+            if kind == ENVIRONMENT_OP_ENDED:
                 v["setups_done"] += 1
                 environments = (v["config"] or {}).get("environments") or []
                 if (
@@ -269,30 +288,30 @@ class ProjectionBuilder:
         """A record that changes nothing but `last_seq`, `updated_at` and the Event count."""
 
 
-_CONTENT_KINDS = frozenset({"transcript_changed", "kv_put", "kv_delete"})
+_CONTENT_KINDS = frozenset({TRANSCRIPT_CHANGED, KV_PUT, KV_DELETE})
 _FOLDERS: dict[str, Callable[[ProjectionBuilder, dict[str, Any], dict[str, Any]], bool | None]] = {
-    "transcript_changed": ProjectionBuilder._transcript_changed,
-    "kv_put": ProjectionBuilder._kv_put,
-    "kv_delete": ProjectionBuilder._kv_delete,
-    "session_created": ProjectionBuilder._session_created,
-    "turn_started": ProjectionBuilder._turn_started,
-    "turn_ended": ProjectionBuilder._turn_over,
-    "turn_failed": ProjectionBuilder._turn_over,
+    TRANSCRIPT_CHANGED: ProjectionBuilder._transcript_changed,
+    KV_PUT: ProjectionBuilder._kv_put,
+    KV_DELETE: ProjectionBuilder._kv_delete,
+    SESSION_CREATED: ProjectionBuilder._session_created,
+    TURN_STARTED: ProjectionBuilder._turn_started,
+    TURN_ENDED: ProjectionBuilder._turn_over,
+    TURN_FAILED: ProjectionBuilder._turn_over,
     **{kind: ProjectionBuilder._effect_started for kind in EFFECT_STARTS},
     **{kind: ProjectionBuilder._effect_over for kind in EFFECT_TERMINALS},
-    "session_ending": ProjectionBuilder._session_ending,
-    "session_ended": ProjectionBuilder._session_ended,
-    "session_failed": ProjectionBuilder._session_failed,
-    "forked_from": ProjectionBuilder._no_change,
-    "cancel_requested": ProjectionBuilder._no_change,
-    "extension_event": ProjectionBuilder._no_change,
-    "webhook_delivery_pending": ProjectionBuilder._webhook_pending,
-    "webhook_delivery_attempted": ProjectionBuilder._webhook_attempted,
-    "webhook_delivery_done": ProjectionBuilder._webhook_over,
-    "webhook_delivery_abandoned": ProjectionBuilder._webhook_over,
+    SESSION_ENDING: ProjectionBuilder._session_ending,
+    SESSION_ENDED: ProjectionBuilder._session_ended,
+    SESSION_FAILED: ProjectionBuilder._session_failed,
+    FORKED_FROM: ProjectionBuilder._no_change,
+    CANCEL_REQUESTED: ProjectionBuilder._no_change,
+    EXTENSION_EVENT: ProjectionBuilder._no_change,
+    WEBHOOK_DELIVERY_PENDING: ProjectionBuilder._webhook_pending,
+    WEBHOOK_DELIVERY_ATTEMPTED: ProjectionBuilder._webhook_attempted,
+    WEBHOOK_DELIVERY_DONE: ProjectionBuilder._webhook_over,
+    WEBHOOK_DELIVERY_ABANDONED: ProjectionBuilder._webhook_over,
 }
-"""How each record kind changes a projection: one entry per name in RECORD_NAMES."""
-_PUBLIC_KINDS = PUBLIC_RECORDS | {"extension_event"}
+"""How each record kind changes a projection: one entry per kind of brain.protocol.records."""
+_PUBLIC_KINDS = ALWAYS_SHOWN
 
 
 def _delta(record: dict[str, Any]) -> tuple[int, list[Any], int]:

@@ -27,6 +27,7 @@ from brain.journal.segments import (
     segment_name,
 )
 from brain.journal.writer import CHECKPOINT_NAME
+from brain.protocol.records import TRANSCRIPT_CHANGED
 
 PAGE_EVENTS = 1000
 PAGE_BYTES = 8 << 20
@@ -184,7 +185,7 @@ class SessionReader:
         for frame in JournalScan(self.journal_dir, cursor):
             record = frame.record
             before = length
-            if record["kind"] == "transcript_changed":
+            if record["kind"] == TRANSCRIPT_CHANGED:
                 length = record["length"]
             if frame.seq <= after:
                 continue
@@ -233,7 +234,7 @@ class EventFollower:
                 return
             record = frame.record
             before = length
-            if record["kind"] == "transcript_changed":
+            if record["kind"] == TRANSCRIPT_CHANGED:
                 length = record["length"]
             if frame.flags & FLAG_END_OF_BATCH:
                 self._resume = (Cursor(frame.segment, frame.end, frame.seq + 1), length)

@@ -21,16 +21,33 @@ from brain.journal import (
     SessionReader,
 )
 from brain.journal.damage import Damage
+from brain.protocol.records import (
+    ACTIVATION_ENDS,
+    ACTIVATION_FAILED,
+    ACTIVATION_STARTED,
+    EXTENSION_EVENT,
+    KV_DELETE,
+    KV_PUT,
+    MODEL_CALL_ENDED,
+    MODEL_CALL_FAILED,
+    MODEL_CALL_STARTED,
+    TOOL_CALL_ENDED,
+    TOOL_CALL_FAILED,
+    TOOL_CALL_STARTED,
+    TRANSCRIPT_CHANGED,
+    TURN_ENDED,
+    TURN_ENDS,
+    TURN_FAILED,
+    TURN_STARTED,
+)
 from brain.replayer.refusal import DAMAGED, INVALID, NOT_FOUND, ReplayRefused
 from brain.sessions.replay import ActivationHistory, activation_history
 
-TURN_ENDS = frozenset({"turn_ended", "turn_failed"})
-ACTIVATION_ENDS = frozenset({"activation_ended", "activation_failed"})
 STOP_CODES = frozenset({"cancelled", "turn_timeout"})
 GUEST_KINDS = frozenset({
-    "transcript_changed", "kv_put", "kv_delete", "extension_event",
-    "model_call_started", "model_call_ended", "model_call_failed",
-    "tool_call_started", "tool_call_ended", "tool_call_failed",
+    TRANSCRIPT_CHANGED, KV_PUT, KV_DELETE, EXTENSION_EVENT,
+    MODEL_CALL_STARTED, MODEL_CALL_ENDED, MODEL_CALL_FAILED,
+    TOOL_CALL_STARTED, TOOL_CALL_ENDED, TOOL_CALL_FAILED,
 })
 """What a guest call commits, or the outcome of an effect it asked for: what a replay compares.
 Anything else committed during an activation (a cancel's `cancel_requested`, a webhook
@@ -59,7 +76,7 @@ class TurnOnRecord:
     def stopped(self) -> str | None:
         """`cancelled` or `turn_timeout` for a turn stopped from outside its loop (its end
         is the stop's, not what the loop returned); None otherwise."""
-        if self.turn_end["kind"] != "turn_failed":
+        if self.turn_end["kind"] != TURN_FAILED:
             return None
         code = (self.turn_end.get("error") or {}).get("code")
         return code if code in STOP_CODES else None
@@ -68,9 +85,9 @@ class TurnOnRecord:
         """What the turn came to, in the shape of an activation's result."""
         if self.stopped is not None:
             return {"status": "failed", "error": self.turn_end.get("error")}
-        if self.turn_end["kind"] == "turn_ended":
+        if self.turn_end["kind"] == TURN_ENDED:
             return {"status": "completed", "output": self.turn_end.get("output")}
-        if self.activation_end["kind"] == "activation_failed":
+        if self.activation_end["kind"] == ACTIVATION_FAILED:
             return {"status": "failed", "error": self.activation_end.get("error")}
         return {"status": "failed", "error": self.turn_end.get("error")}
 
@@ -80,10 +97,10 @@ def load_turn(session_dir: Path, session_id: str, turn: int | None = None) -> Tu
     if not (session_dir / "journal").is_dir():
         raise ReplayRefused(NOT_FOUND, f"no session {session_id} in {session_dir.parent}")
     records = _read(session_dir, session_id)
-    starts = [r["seq"] for r in records if r["kind"] == "turn_started"]
+    starts = [r["seq"] for r in records if r["kind"] == TURN_STARTED]
     ends = {r["started"]: r for r in records if r["kind"] in TURN_ENDS}
     turn = _chosen(session_id, turn, starts, ends)
-    activation = next((r for r in records if r["kind"] == "activation_started"
+    activation = next((r for r in records if r["kind"] == ACTIVATION_STARTED
                        and r.get("turn") == turn), None)
     if activation is None:
         raise ReplayRefused(INVALID, f"turn {turn} ran no Agentloop: it ended before its "

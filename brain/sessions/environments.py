@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from brain.protocol.records import ENVIRONMENT_OP_ENDED, ENVIRONMENT_OP_STARTED
+
 
 def set_up_in(records: Iterable[Mapping[str, Any]]) -> set[str]:
     """Names of the Environments whose last successful op was `setup`, from a session's
@@ -19,9 +21,9 @@ def set_up_in(records: Iterable[Mapping[str, Any]]) -> set[str]:
     set_up: set[str] = set()
     for record in records:
         kind = record["kind"]
-        if kind == "environment_op_started":
+        if kind == ENVIRONMENT_OP_STARTED:
             started[record["seq"]] = (record.get("environment"), record.get("op"))
-        elif kind == "environment_op_ended" and record.get("started") in started:
+        elif kind == ENVIRONMENT_OP_ENDED and record.get("started") in started:
             name, op = started[record["started"]]
             if op == "setup":
                 set_up.add(name)

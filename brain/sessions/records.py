@@ -5,7 +5,8 @@ a record's shape is decided once: each effect (`model_call`, `tool_call`, `envir
 `activation`) starts with `<effect>_started` and ends with exactly one of `<effect>_ended`
 (outcome `ok`) or `<effect>_failed` (any other outcome, with `error: {message, ...}`). A Tool's
 terminal record also keeps `result`, what the model was told. Records here have no `seq` and no
-`at`: whoever commits them assigns both.
+`at`: whoever commits them assigns both. Each kind, its fields and whether clients see it are
+declared in brain.protocol.records; the builders here write exactly those fields.
 """
 
 from __future__ import annotations
@@ -13,40 +14,34 @@ from __future__ import annotations
 from typing import Any
 
 from brain.effects import Outcome, failure
+from brain.protocol import records as kinds
+from brain.protocol.records import TOOL_CALL
 
 Record = dict[str, Any]
-
-EFFECTS = ("model_call", "tool_call", "environment_op")
-"""The effects an executor performs; the Agentloop's activation is the fourth kind of effect."""
-
-
-def effect_of(started_kind: str) -> str:
-    """`tool_call` for `tool_call_started`, and so on."""
-    return started_kind.removesuffix("_started")
 
 
 # --- the session ----------------------------------------------------------------------------
 
 
 def session_created(config: dict[str, Any], seeded: int) -> Record:
-    return {"kind": "session_created", "config": config, "seeded": seeded}
+    return {"kind": kinds.SESSION_CREATED, "config": config, "seeded": seeded}
 
 
 def forked_from(session_id: str, sequence: int) -> Record:
     """The first record of a fork: the session and record whose state it starts from."""
-    return {"kind": "forked_from", "session_id": session_id, "sequence": sequence}
+    return {"kind": kinds.FORKED_FROM, "session_id": session_id, "sequence": sequence}
 
 
 def session_ending() -> Record:
-    return {"kind": "session_ending"}
+    return {"kind": kinds.SESSION_ENDING}
 
 
 def session_ended() -> Record:
-    return {"kind": "session_ended"}
+    return {"kind": kinds.SESSION_ENDED}
 
 
 def session_failed(code: str, message: str) -> Record:
-    return {"kind": "session_failed", "error": {"code": code, "message": message}}
+    return {"kind": kinds.SESSION_FAILED, "error": {"code": code, "message": message}}
 
 
 # --- transcript and kv ----------------------------------------------------------------------
@@ -54,20 +49,20 @@ def session_failed(code: str, message: str) -> Record:
 
 def transcript_changed(delta: dict[str, Any]) -> Record:
     """`delta` is `{start, items, length}` (brain.sessions.transcript_diff)."""
-    return {"kind": "transcript_changed", **delta}
+    return {"kind": kinds.TRANSCRIPT_CHANGED, **delta}
 
 
 def kv_put(key: str, value: Any) -> Record:
-    return {"kind": "kv_put", "key": key, "value": value}
+    return {"kind": kinds.KV_PUT, "key": key, "value": value}
 
 
 def kv_delete(key: str) -> Record:
-    return {"kind": "kv_delete", "key": key}
+    return {"kind": kinds.KV_DELETE, "key": key}
 
 
 def extension_event(name: str, data: Any, origin_kind: str, origin_sequence: int) -> Record:
     """An extension Event; its origin is assigned here, never taken from the payload."""
-    return {"kind": "extension_event", "name": name, "data": data,
+    return {"kind": kinds.EXTENSION_EVENT, "name": name, "data": data,
             "origin": {"kind": origin_kind, "sequence": origin_sequence}}
 
 
@@ -75,31 +70,31 @@ def extension_event(name: str, data: Any, origin_kind: str, origin_sequence: int
 
 
 def turn_started(input: Any, mode: str) -> Record:
-    return {"kind": "turn_started", "input": input, "mode": mode}
+    return {"kind": kinds.TURN_STARTED, "input": input, "mode": mode}
 
 
 def turn_ended(started: int, output: Any) -> Record:
-    return {"kind": "turn_ended", "started": started, "output": output}
+    return {"kind": kinds.TURN_ENDED, "started": started, "output": output}
 
 
 def turn_failed(started: int, error: dict[str, Any]) -> Record:
-    return {"kind": "turn_failed", "started": started, "error": error}
+    return {"kind": kinds.TURN_FAILED, "started": started, "error": error}
 
 
 def cancel_requested(turn: int) -> Record:
-    return {"kind": "cancel_requested", "turn": turn}
+    return {"kind": kinds.CANCEL_REQUESTED, "turn": turn}
 
 
 def activation_started(agentloop: str, turn: int) -> Record:
-    return {"kind": "activation_started", "agentloop": agentloop, "turn": turn}
+    return {"kind": kinds.ACTIVATION_STARTED, "agentloop": agentloop, "turn": turn}
 
 
 def activation_ended(started: int) -> Record:
-    return {"kind": "activation_ended", "started": started}
+    return {"kind": kinds.ACTIVATION_ENDED, "started": started}
 
 
 def activation_failed(started: int, error: dict[str, Any]) -> Record:
-    return {"kind": "activation_failed", "started": started, "error": error}
+    return {"kind": kinds.ACTIVATION_FAILED, "started": started, "error": error}
 
 
 # --- effects --------------------------------------------------------------------------------
@@ -107,23 +102,23 @@ def activation_failed(started: int, error: dict[str, Any]) -> Record:
 
 def model_call_started(model: str, message_count: int, context: dict[str, Any],
                        tools: list[str], options: dict[str, Any]) -> Record:
-    return {"kind": "model_call_started", "model": model, "message_count": message_count,
+    return {"kind": kinds.MODEL_CALL_STARTED, "model": model, "message_count": message_count,
             "context": context, "tools": tools, "options": options}
 
 
 def tool_call_started(tool: str, invocation: dict[str, Any], deadline: float | None) -> Record:
-    return {"kind": "tool_call_started", "tool": tool, "invocation": invocation,
+    return {"kind": kinds.TOOL_CALL_STARTED, "tool": tool, "invocation": invocation,
             "deadline": deadline}
 
 
 def environment_op_started(environment: str, op: str, request: dict[str, Any]) -> Record:
-    return {"kind": "environment_op_started", "environment": environment, "op": op,
+    return {"kind": kinds.ENVIRONMENT_OP_STARTED, "environment": environment, "op": op,
             "request": request}
 
 
 def effect_ended(effect: str, started: int, result: Any) -> Record:
     """The effect `started` answered: outcome `ok`."""
-    return {"kind": f"{effect}_ended", "started": started, "result": result,
+    return {"kind": kinds.ended_kind(effect), "started": started, "result": result,
             "outcome": Outcome.OK.value}
 
 
@@ -131,9 +126,9 @@ def effect_failed(effect: str, started: int, outcome: Outcome | str, error: dict
                   result: dict[str, Any] | None = None) -> Record:
     """The effect `started` came to a failure outcome. `error` has at least a `message`; a
     Tool's `result` defaults to that message as an error result for the model."""
-    record: Record = {"kind": f"{effect}_failed", "started": started, "error": error,
+    record: Record = {"kind": kinds.failed_kind(effect), "started": started, "error": error,
                       "outcome": failure(outcome).value}
-    if effect == "tool_call":
+    if effect == TOOL_CALL:
         record["result"] = result if result is not None \
             else {"content": error.get("message", ""), "is_error": True}
     return record
@@ -151,27 +146,23 @@ def effect_unanswered(effect: str, started: int, message: str) -> Record:
 def webhook_delivery_pending(delivery_id: str, body: dict[str, Any]) -> Record:
     """A turn is over and its webhook is owed: `body` is what is POSTed, under `delivery_id`
     (the `webhook-id` of every attempt). No URL and no secret: both are configuration."""
-    return {"kind": "webhook_delivery_pending", "id": delivery_id, "body": body}
+    return {"kind": kinds.WEBHOOK_DELIVERY_PENDING, "id": delivery_id, "body": body}
 
 
 def webhook_delivery_attempted(delivery_id: str, attempt: int, status: int | None,
                                error: str, retry_in_ms: int) -> Record:
     """Attempt `attempt` (1, 2, ...) failed: the receiver's HTTP status (None when it never
     answered) and why; the next attempt follows `retry_in_ms` later."""
-    return {"kind": "webhook_delivery_attempted", "id": delivery_id, "attempt": attempt,
+    return {"kind": kinds.WEBHOOK_DELIVERY_ATTEMPTED, "id": delivery_id, "attempt": attempt,
             "status": status, "error": error, "retry_in_ms": retry_in_ms}
 
 
 def webhook_delivery_done(delivery_id: str, attempt: int, status: int) -> Record:
-    return {"kind": "webhook_delivery_done", "id": delivery_id, "attempt": attempt,
+    return {"kind": kinds.WEBHOOK_DELIVERY_DONE, "id": delivery_id, "attempt": attempt,
             "status": status}
 
 
 def webhook_delivery_abandoned(delivery_id: str, attempts: int, reason: str) -> Record:
-    return {"kind": "webhook_delivery_abandoned", "id": delivery_id, "attempts": attempts,
+    return {"kind": kinds.WEBHOOK_DELIVERY_ABANDONED, "id": delivery_id, "attempts": attempts,
             "reason": reason}
 
-
-WEBHOOK_RECORDS = frozenset({"webhook_delivery_pending", "webhook_delivery_attempted",
-                             "webhook_delivery_done", "webhook_delivery_abandoned"})
-"""The delivery records: bookkeeping beside the session's history, never part of a turn's."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from brain.effects import Outcome
+from brain.protocol.records import EFFECTS, effect_of
 from brain.sessions import records
-from brain.sessions.records import EFFECTS, Record, effect_of
+from brain.sessions.records import Record
 
 INTERRUPTED = {"code": "interrupted", "message": "the server stopped while this was in flight"}
 

@@ -27,6 +27,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from brain.journal import Projection, fold, fold_all
+from brain.protocol.records import (
+    ACTIVATION_STARTED,
+    EXTENSION_EVENT,
+    KV_DELETE,
+    KV_PUT,
+    MODEL_CALL_ENDED,
+    MODEL_CALL_FAILED,
+    MODEL_CALL_STARTED,
+    TOOL_CALL_ENDED,
+    TOOL_CALL_FAILED,
+    TOOL_CALL_STARTED,
+    TRANSCRIPT_CHANGED,
+    TURN_STARTED,
+)
 from brain.sessions import core
 from brain.sessions.state import (
     GuestAnswer,
@@ -40,8 +54,8 @@ from brain.sessions.state import (
 from brain.sessions.tx import evolve
 
 DIVERGED = "agentloop_diverged"
-_TERMINALS = frozenset({"model_call_ended", "model_call_failed", "tool_call_ended",
-                        "tool_call_failed"})
+_TERMINALS = frozenset({MODEL_CALL_ENDED, MODEL_CALL_FAILED, TOOL_CALL_ENDED,
+                        TOOL_CALL_FAILED})
 _UNCOMPARED = frozenset({"at", "deadline"})
 """Fields a replayed record may differ in: the time of the step, and a Tool call's deadline,
 computed from it."""
@@ -74,10 +88,10 @@ def activation_history(before_turn: Projection, from_turn: list[dict[str, Any]],
                        turn: int, activation: int) -> ActivationHistory:
     """`before_turn` is the projection just before the record `turn` (its `turn_started`);
     `from_turn` every record from it on."""
-    if not from_turn or from_turn[0]["seq"] != turn or from_turn[0]["kind"] != "turn_started":
+    if not from_turn or from_turn[0]["seq"] != turn or from_turn[0]["kind"] != TURN_STARTED:
         raise ValueError(f"the history does not start at turn_started {turn}")
     split = next((i for i, r in enumerate(from_turn) if r["seq"] == activation), None)
-    if split is None or from_turn[split]["kind"] != "activation_started":
+    if split is None or from_turn[split]["kind"] != ACTIVATION_STARTED:
         raise ValueError(f"no activation_started {activation} after turn_started {turn}")
     base = fold_all(before_turn, from_turn[:split + 1])
     return ActivationHistory(base, tuple(from_turn[split + 1:]), from_turn[0].get("input"))
@@ -195,7 +209,7 @@ def _answer_to(replies: tuple[Any, ...], call: int) -> dict[str, Any] | None:
 
 def _is_event_of(record: dict[str, Any], started: int) -> bool:
     origin = record.get("origin") or {}
-    return (record["kind"] == "extension_event" and origin.get("kind") == "tool"
+    return (record["kind"] == EXTENSION_EVENT and origin.get("kind") == "tool"
             and origin.get("sequence") == started)
 
 
@@ -210,14 +224,14 @@ _MISSING = object()
 def _describe(record: dict[str, Any]) -> str:
     kind = record["kind"]
     detail = ""
-    if kind in ("kv_put", "kv_delete"):
+    if kind in (KV_PUT, KV_DELETE):
         detail = f" of key {record.get('key')!r}"
-    elif kind == "tool_call_started":
+    elif kind == TOOL_CALL_STARTED:
         detail = f" of Tool {record.get('tool')!r}"
-    elif kind == "extension_event":
+    elif kind == EXTENSION_EVENT:
         detail = f" {record.get('name')!r}"
-    elif kind == "model_call_started":
+    elif kind == MODEL_CALL_STARTED:
         detail = f" with {record.get('message_count')} messages"
-    elif kind == "transcript_changed":
+    elif kind == TRANSCRIPT_CHANGED:
         detail = f" from item {record.get('start')}"
     return f"{kind}{detail} at sequence {record['seq']}"

@@ -31,6 +31,7 @@ from brain.protocol.messages import (
     StartTurn,
     TurnDeadline,
 )
+from brain.protocol.records import MODEL_CALL_ENDED, MODEL_CALL_FAILED
 from brain.sessions import records, webhooks
 from brain.sessions.extension_events import EventRefused, check_event, event_size
 from brain.sessions.state import (
@@ -189,10 +190,10 @@ def recorded_outcome(tx: Tx, outcome: RecordedOutcome) -> None:
 def guest_answer(terminal: dict[str, Any]) -> dict[str, Any]:
     """What the guest is told of an effect: a function of its terminal record alone."""
     kind = terminal["kind"]
-    if kind == "model_call_ended":
+    if kind == MODEL_CALL_ENDED:
         return terminal.get("result") or {}
-    if kind == "model_call_failed":
-        return {"error": {"code": "model_call_failed", "outcome": terminal["outcome"],
+    if kind == MODEL_CALL_FAILED:
+        return {"error": {"code": MODEL_CALL_FAILED, "outcome": terminal["outcome"],
                           "message": (terminal.get("error") or {}).get("message", "")}}
     result = terminal.get("result") or {}
     answer: dict[str, Any] = {"content": result.get("content"),

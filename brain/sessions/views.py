@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from brain.journal.damage import Damage
+from brain.protocol.records import TURN_ENDED
 
 
 def session_view(session_id: str, projection: Any) -> dict[str, Any]:
@@ -16,7 +17,7 @@ def session_view(session_id: str, projection: Any) -> dict[str, Any]:
 
 def turn_result(session_id: str, turn: int, terminal: dict[str, Any]) -> dict[str, Any]:
     """TurnResult from the turn's terminal record (turn_ended or turn_failed)."""
-    if terminal["kind"] == "turn_ended":
+    if terminal["kind"] == TURN_ENDED:
         return {"session_id": session_id, "sequence": turn, "status": "ended",
                 "output": terminal.get("output")}
     return {"session_id": session_id, "sequence": turn, "status": "failed",

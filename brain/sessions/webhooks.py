@@ -20,10 +20,16 @@ from brain.protocol.messages import (
     WebhookRecord,
     WebhookRecordLater,
 )
+from brain.protocol.records import (
+    TURN_ENDS,
+    TURN_FAILED,
+    WEBHOOK_DELIVERY_PENDING,
+    WEBHOOK_RECORDS,
+)
 from brain.sessions import records
 from brain.sessions.tx import Tx
 
-TURN_TERMINALS = frozenset({"turn_ended", "turn_failed"})
+TURN_TERMINALS = TURN_ENDS
 
 
 def delivery_id(session_id: str, terminal_seq: int) -> str:
@@ -37,7 +43,7 @@ def body_of(session_id: str, terminal: dict[str, Any]) -> dict[str, Any]:
     in TurnResult), `kind` the terminal record's, `status` what became of the turn: `ended`,
     `cancelled`, `interrupted` (a restart found it in flight) or `failed`."""
     status = "ended"
-    if terminal["kind"] == "turn_failed":
+    if terminal["kind"] == TURN_FAILED:
         code = (terminal.get("error") or {}).get("code")
         status = code if code in ("cancelled", "interrupted") else "failed"
     return {"session_id": session_id, "sequence": terminal["started"],
@@ -66,7 +72,7 @@ def record_result(tx: Tx, command: WebhookRecord) -> None:
     own, in one unbroken run that a resumed activation replays and compares call by call."""
     record = command.record
     projection = tx.state.projection
-    if record.get("kind") not in records.WEBHOOK_RECORDS - {"webhook_delivery_pending"} \
+    if record.get("kind") not in WEBHOOK_RECORDS - {WEBHOOK_DELIVERY_PENDING} \
             or record.get("id") not in projection.webhooks_pending:
         return
     if tx.state.turn is not None or projection.open_turn is not None:

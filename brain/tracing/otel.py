@@ -17,6 +17,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from brain.protocol.records import (
+    ACTIVATION_STARTED,
+    ENVIRONMENT_OP_STARTED,
+    MODEL_CALL_STARTED,
+    TOOL_CALL_STARTED,
+    TURN_ENDED,
+    TURN_FAILED,
+    TURN_STARTED,
+)
+
 _UNSET = object()
 _tracer: Any = _UNSET
 _pid = 0
@@ -206,10 +216,10 @@ class SessionSpans:
             attrs = {"brain.session_id": session_id, "brain.sequence": seq,
                      "brain.record": kind}
             if kind.endswith("_started"):
-                if kind == "turn_started":
+                if kind == TURN_STARTED:
                     parent = self._pending_parent
                     self._pending_parent = None
-                elif kind == "activation_started":
+                elif kind == ACTIVATION_STARTED:
                     parent = self.turn if self.turn is not None else self._pending_parent
                 else:
                     parent = self.activation or self.turn
@@ -218,9 +228,9 @@ class SessionSpans:
                 if span is None:
                     continue
                 self.open[seq] = span
-                if kind == "turn_started":
+                if kind == TURN_STARTED:
                     self.turn = span
-                elif kind == "activation_started":
+                elif kind == ACTIVATION_STARTED:
                     self.activation = span
             elif isinstance(record.get("started"), int) and record["started"] in self.open:
                 if within is None:
@@ -233,7 +243,7 @@ class SessionSpans:
                     self.activation = None
                 if span is self.turn:
                     self.turn = None
-            elif kind in ("turn_ended", "turn_failed") and self.resumed is not None \
+            elif kind in (TURN_ENDED, TURN_FAILED) and self.resumed is not None \
                     and record.get("started") == self.resumed[0]:
                 self._forget(session_id)
         parent = within or self.activation or self.turn or \
@@ -264,7 +274,7 @@ class SessionSpans:
         here, from the time of that record, under the submit's request span."""
         self.flush()
         span = start("turn", parent, {"brain.session_id": session_id, "brain.sequence": turn,
-                                      "brain.record": "turn_started",
+                                      "brain.record": TURN_STARTED,
                                       "brain.admitted_by": "web worker"}, began_ns)
         if span is not None:
             self.open[turn] = self.turn = span
@@ -317,9 +327,9 @@ class SessionSpans:
 
 
 _SPAN_NAMES = {
-    "turn_started": "turn",
-    "activation_started": "activation",
-    "model_call_started": "model call",
-    "tool_call_started": "tool call",
-    "environment_op_started": "environment op",
+    TURN_STARTED: "turn",
+    ACTIVATION_STARTED: "activation",
+    MODEL_CALL_STARTED: "model call",
+    TOOL_CALL_STARTED: "tool call",
+    ENVIRONMENT_OP_STARTED: "environment op",
 }

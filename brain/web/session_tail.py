@@ -19,9 +19,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from brain.protocol.records import MODEL_CALL_ENDED, MODEL_CALL_FAILED
+
 TAIL_EVENTS = 2048  # Events kept per session and worker; the older half is dropped past this
 TAIL_BYTES = 8 << 20  # and frame bytes kept: a session of large model results stays bounded
-EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed"})
+EFFECT_TERMINALS = frozenset({MODEL_CALL_ENDED, MODEL_CALL_FAILED})
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from brain import errors
 from brain.journal import CorruptJournal
+from brain.protocol.records import SESSION_ENDED
 from brain.web.errors import error_body
 from brain.web.live_hub import LiveHub, Subscription
 from brain.web.reads import damaged_error
@@ -32,7 +33,7 @@ from brain.web.session_tail import EFFECT_TERMINALS, SessionTail, tail_event
 log = logging.getLogger(__name__)
 
 KEEPALIVE_SECS = 15.0
-TERMINAL_KINDS = frozenset({"session_ended"})
+TERMINAL_KINDS = frozenset({SESSION_ENDED})
 
 
 def delta_frame(delta: dict[str, Any]) -> bytes:

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import requests
 
+from brain.protocol.records import TURN_ENDED, TURN_FAILED, TURN_STARTED
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, percentile
 from tools.bench.workload import ANSWER, BURST_MODEL_DELAY_MS, SLOW_MODEL, brain_config
@@ -214,9 +215,9 @@ def last_turn_ended(journal: Path) -> bool:
 
     last = None
     for frame in JournalScan(journal):
-        if frame.record["kind"] in ("turn_started", "turn_ended", "turn_failed"):
+        if frame.record["kind"] in (TURN_STARTED, TURN_ENDED, TURN_FAILED):
             last = frame.record["kind"]
-    return last == "turn_ended"
+    return last == TURN_ENDED
 
 
 def create_sessions(server: BrainServer, count: int, **create: object) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from brain.protocol.records import TURN_ENDED, TURN_FAILED, TURN_STARTED
 from tests.support.server import BrainServer
 
 
@@ -87,9 +88,9 @@ def journal_batches_per_turn(journal_dir: Path) -> list[int]:
     batches = 0
     for frame in JournalScan(journal_dir):
         kind = frame.record["kind"]
-        if kind == "turn_started" and not in_turn:
+        if kind == TURN_STARTED and not in_turn:
             in_turn, closing, batches = True, False, 0
-        if in_turn and kind in ("turn_ended", "turn_failed"):
+        if in_turn and kind in (TURN_ENDED, TURN_FAILED):
             closing = True
         if in_turn and frame.header.end_of_batch:
             batches += 1

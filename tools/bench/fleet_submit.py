@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from brain.protocol.records import TURN_ENDED, TURN_FAILED
 from tools.bench.common import percentile
 from tools.bench.fleet_brain import brain_server, commits_per_turn, log_problems, ready_fleet
 from tools.bench.fleet_drive import error_code
@@ -113,7 +114,7 @@ def terminal_record(journal: Path, sequence: int) -> tuple[str, int] | None:
 
     for frame in JournalScan(journal):
         record = frame.record
-        if record["kind"] in ("turn_ended", "turn_failed") and record["seq"] > sequence:
+        if record["kind"] in (TURN_ENDED, TURN_FAILED) and record["seq"] > sequence:
             return record["kind"], record["at"]
     return None
 
@@ -127,7 +128,7 @@ def submitted_turns(server: Any, receipts: dict[str, int], began_wall: float) ->
         found = terminal_record(server.data_dir / "sessions" / sid / "journal", sequence)
         if found is None:
             codes["turn not ended"] += 1
-        elif found[0] == "turn_failed":
+        elif found[0] == TURN_FAILED:
             codes["turn failed"] += 1
         else:
             codes[OK] += 1

@@ -29,10 +29,23 @@ from typing import Any
 import brain.journal.writer as writer_module
 from brain.journal import JournalWriter, SessionReader
 from brain.journal.frames import encode_batch, encode_frame, encode_record, record_encoder
+from brain.protocol.records import (
+    ACTIVATION_ENDED,
+    ACTIVATION_STARTED,
+    KV_PUT,
+    MODEL_CALL_ENDED,
+    MODEL_CALL_STARTED,
+    SESSION_CREATED,
+    TOOL_CALL_ENDED,
+    TOOL_CALL_STARTED,
+    TRANSCRIPT_CHANGED,
+    TURN_ENDED,
+    TURN_STARTED,
+)
 
 
 def record_of_size(size: int) -> dict[str, Any]:
-    return {"kind": "kv_put", "key": "bench", "value": "x" * size}
+    return {"kind": KV_PUT, "key": "bench", "value": "x" * size}
 
 
 def frame_size(record: dict[str, Any]) -> int:
@@ -123,28 +136,28 @@ def turn_records(turn: int, length: int) -> list[list[dict[str, Any]]]:
     }
     usage = {"input_tokens": 1200, "output_tokens": 80}
     return [
-        [{"kind": "turn_started", "input": f"question {turn}", "mode": "send"},
-         {"kind": "activation_started", "agentloop": "default", "turn": 0}],
-        [{"kind": "model_call_started", "model": "scripted", "message_count": length + 1,
+        [{"kind": TURN_STARTED, "input": f"question {turn}", "mode": "send"},
+         {"kind": ACTIVATION_STARTED, "agentloop": "default", "turn": 0}],
+        [{"kind": MODEL_CALL_STARTED, "model": "scripted", "message_count": length + 1,
           "context": {"through_sequence": 0, "delta": {"start": length, "items": [user]}},
           "tools": ["echo"], "options": {}}],
-        [{"kind": "model_call_ended", "started": 0, "outcome": "ok",
+        [{"kind": MODEL_CALL_ENDED, "started": 0, "outcome": "ok",
           "result": {"message": call, "stop_reason": "tool_use", "usage": usage}}],
-        [{"kind": "tool_call_started", "tool": "echo",
+        [{"kind": TOOL_CALL_STARTED, "tool": "echo",
           "invocation": {"id": f"c{turn}", "input": {"text": "hi"}}, "deadline": 300}],
-        [{"kind": "tool_call_ended", "started": 0, "outcome": "ok",
+        [{"kind": TOOL_CALL_ENDED, "started": 0, "outcome": "ok",
           "result": {"content": "hi", "is_error": False}}],
-        [{"kind": "model_call_started", "model": "scripted", "message_count": length + 3,
+        [{"kind": MODEL_CALL_STARTED, "model": "scripted", "message_count": length + 3,
           "context": {"through_sequence": 0,
                       "delta": {"start": length, "items": [user, call, result]}},
           "tools": ["echo"], "options": {}}],
-        [{"kind": "model_call_ended", "started": 0, "outcome": "ok",
+        [{"kind": MODEL_CALL_ENDED, "started": 0, "outcome": "ok",
           "result": {"message": reply, "stop_reason": "end_turn", "usage": usage}}],
-        [{"kind": "transcript_changed", "start": length, "items": [user, call, result, reply],
+        [{"kind": TRANSCRIPT_CHANGED, "start": length, "items": [user, call, result, reply],
           "length": length + 4},
-         {"kind": "kv_put", "key": "turns", "value": turn}],
-        [{"kind": "activation_ended", "started": 0},
-         {"kind": "turn_ended", "started": 0, "output": f"answer {turn}"}],
+         {"kind": KV_PUT, "key": "turns", "value": turn}],
+        [{"kind": ACTIVATION_ENDED, "started": 0},
+         {"kind": TURN_ENDED, "started": 0, "output": f"answer {turn}"}],
     ]  # fmt: skip
 
 
@@ -157,7 +170,7 @@ def build_session(session: Path, records: int) -> int:
     writer.append(
         [
             {
-                "kind": "session_created",
+                "kind": SESSION_CREATED,
                 "seeded": 0,
                 "config": {
                     "agentloop": {"name": "default"},
@@ -179,7 +192,7 @@ def build_session(session: Path, records: int) -> int:
             # Agentloops summarize: no model context holds an unbounded transcript.
             summary = {"role": "assistant", "content": [{"type": "text", "text": "summary"}]}
             writer.append(
-                [{"kind": "transcript_changed", "start": 0, "items": [summary], "length": 1}]
+                [{"kind": TRANSCRIPT_CHANGED, "start": 0, "items": [summary], "length": 1}]
             )
             length = 1
     last = writer.last_seq

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from brain.client.errors import RequestTimeout
 from brain.client.transport import Timeouts, Transport
+from brain.protocol.records import TOOL_CALL_ENDED
 from tests.support.server import BrainServer, group_pids
 from tools.bench.common import journal_batches_per_turn, loadavg, raw_fdatasync_rate, summary_ms
 
@@ -103,7 +104,7 @@ def count_tool_calls(server: BrainServer, sids: list[str]) -> int:
     total = 0
     for sid in sids:
         for frame in JournalScan(server.data_dir / "sessions" / sid / "journal"):
-            if frame.record["kind"] == "tool_call_ended" and frame.record.get("outcome") == "ok":
+            if frame.record["kind"] == TOOL_CALL_ENDED and frame.record.get("outcome") == "ok":
                 total += 1
     return total
 

@@ -28,6 +28,17 @@ from brain.journal.errors import WriterBroken
 from brain.journal.events import is_public, transcript_length_after
 from brain.metrics import Latencies, MetricBatch, epoch_ms
 from brain.protocol.messages import CreateSession, DeleteSession, Reply
+from brain.protocol.records import (
+    ENVIRONMENT_OP_ENDED,
+    ENVIRONMENT_OP_FAILED,
+    MODEL_CALL_ENDED,
+    MODEL_CALL_FAILED,
+    TOOL_CALL_ENDED,
+    TOOL_CALL_FAILED,
+    TURN_ENDED,
+    TURN_FAILED,
+    TURN_STARTED,
+)
 from brain.sessions import core
 from brain.sessions.abandon import waiting_clients
 from brain.sessions.environments import environments_set_up
@@ -100,7 +111,7 @@ class SessionJournal:
                 or not admitted_in_this_run(self.session_dir, self.settings.boot_id, sequence):
             return None
         started = next(SessionReader(self.session_dir).events_after(sequence - 1))
-        self.latencies.note([{"kind": "turn_started", "seq": sequence,
+        self.latencies.note([{"kind": TURN_STARTED, "seq": sequence,
                               "at": epoch_ms(started["at"])}])
         if self.otel_spans is not None:  # the turn's span continues the submit's trace
             self.otel_spans.admitted_turn(self.core.session_id, sequence,
@@ -249,9 +260,9 @@ def has_public_event(records: list[dict[str, Any]], before: Any) -> bool:
     return False
 
 
-_EFFECT_TERMINALS = frozenset({"model_call_ended", "model_call_failed", "tool_call_ended",
-                               "tool_call_failed", "environment_op_ended",
-                               "environment_op_failed"})
+_EFFECT_TERMINALS = frozenset({MODEL_CALL_ENDED, MODEL_CALL_FAILED, TOOL_CALL_ENDED,
+                               TOOL_CALL_FAILED, ENVIRONMENT_OP_ENDED,
+                               ENVIRONMENT_OP_FAILED})
 
 
 def count_record(metrics: MetricBatch, record: dict[str, Any]) -> None:
@@ -259,8 +270,8 @@ def count_record(metrics: MetricBatch, record: dict[str, Any]) -> None:
     if kind in _EFFECT_TERMINALS:
         metrics.inc("brain_effects_total", kind=kind.rsplit("_", 1)[0],
                     outcome=record.get("outcome", "unknown"))
-    elif kind == "turn_ended":
+    elif kind == TURN_ENDED:
         metrics.inc("brain_turns_total", status="ended", code="")
-    elif kind == "turn_failed":
+    elif kind == TURN_FAILED:
         metrics.inc("brain_turns_total", status="failed",
                     code=(record.get("error") or {}).get("code", ""))

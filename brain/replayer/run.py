@@ -12,6 +12,7 @@ session is opened for writing.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from brain.agentloop import AgentloopError, AgentloopRuntime
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
 from brain.replayer.turn_history import TurnOnRecord, load_turn
+from brain.session_limits import limits_from
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import Limits
 from brain.sessions.turns import activation_payload
@@ -70,12 +72,9 @@ def replay_turn(settings: Settings, session_id: str, turn: int | None = None,
 
 
 def _limits(settings: Settings) -> Limits:
-    """The deployment's bounds, as a session actor of this data dir's server applies them."""
-    return Limits(max_model_calls=settings.max_model_calls,
-                  max_turn_secs=settings.max_turn_secs,
-                  max_tool_secs=settings.max_tool_secs,
-                  max_emitted_bytes=settings.max_emitted_bytes,
-                  idle_ttl_ms=settings.session_idle_ttl_ms)
+    """The deployment's bounds, as a session actor of this data dir's server applies them; no
+    webhook is owed, since a replay commits nothing."""
+    return replace(limits_from(settings), webhooks=False)
 
 
 class _Walk:

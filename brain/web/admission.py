@@ -8,8 +8,9 @@ holds, the web worker admits the turn itself:
 1. refuse at once (503 `overloaded`) if the registry's backlog is full (the admission board);
 2. take the journal's writer lock (the same flock a session actor's writer takes: whoever holds
    it is the session's one writer; if an actor holds it, the submit goes to that actor instead);
-3. open the journal and step the pure session core (`core.admit`) on its projection, which
-   decides ended, failed and busy exactly as an actor would;
+3. open the journal and step the pure session core (`core.admit`) on its projection, under the
+   limits the session actor applies (brain/session_limits.py), which decides ended, failed and
+   busy exactly as an actor would;
 4. write the admission marker (brain/admitted.py), commit `turn_started` (one fdatasync),
    release the lock, hint SSE followers, and hand the turn to the registry (`RunAdmitted`,
    repeated until the registry confirms it); an actor then opens the session and runs the
@@ -36,9 +37,10 @@ from brain.live import LivePublisher
 from brain.memory_budget import RETRY_AFTER_SECS as MEMORY_RETRY_AFTER_SECS
 from brain.memory_budget import MemoryBudget
 from brain.protocol.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
+from brain.session_limits import limits_from
 from brain.sessions import core
 from brain.sessions.recovery import interrupted_work
-from brain.sessions.state import Limits, Opened, new_session
+from brain.sessions.state import Opened, new_session
 from brain.settings import Settings
 from brain.web.background import spawn_background
 from brain.web.disk_wait import DiskWaitPlacement
@@ -131,7 +133,8 @@ class Admission:
             return None  # not created, or work in flight: the actor path decides
         now_ms = time.time_ns() // 1_000_000
         session_id = session_dir.name
-        state = core.step(new_session(session_id, Limits()), Opened(projection), now_ms).state
+        limits = limits_from(self._settings)  # the session actor's own (session_limits.py)
+        state = core.step(new_session(session_id, limits), Opened(projection), now_ms).state
         step = core.admit(state, StartTurn(turn_input, "submit"), now_ms)
         [reply] = step.replies
         if reply.error is not None:

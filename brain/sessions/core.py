@@ -17,7 +17,6 @@ from brain import errors
 from brain.effects import Outcome
 from brain.protocol.effects import EffectDone, Parked, RunEnvironmentOp
 from brain.protocol.messages import (
-    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
     CancelTurn,
     CreateSession,
@@ -34,6 +33,7 @@ from brain.protocol.messages import (
     TurnDeadline,
     WebhookRecord,
 )
+from brain.protocol.targets import Target
 from brain.sessions import guest_ops, records, suspension, turns, webhooks
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import (
@@ -148,6 +148,10 @@ def _command(tx: Tx, command: Command) -> None:
     state = tx.state
     if command.refused is not None:
         tx.reply(who, error=command.refused)
+    elif command.journal is True and isinstance(delivered.command, CreateSession):
+        tx.reply(who, error=errors.InvalidRequest("session already exists"))
+    elif command.journal is False and not isinstance(delivered.command, CreateSession):
+        tx.reply(who, error=errors.NotFound("no such session"))
     elif state.phase is Phase.CLOSED and state.damage is not None:
         if isinstance(delivered.command, DeleteSession):
             # A damaged journal cannot record teardown, and an effect that cannot be
@@ -332,7 +336,7 @@ def _begin_environments(tx: Tx, op: str, who: Requester, only: frozenset[str] | 
     tx.set(phase=ENVIRONMENT_PHASES[op],
            environments=EnvironmentWork(op, who, frozenset(r["seq"] for r in started)))
     for record, environment in zip(started, environments, strict=True):
-        tx.send(ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
+        tx.send(Target.ENVIRONMENT_EXECUTOR,
                 RunEnvironmentOp(tx.state.session_id, record["seq"], environment, op, {}))
     return True
 

@@ -30,11 +30,3 @@ def set_up_in(records: Iterable[Mapping[str, Any]]) -> set[str]:
             elif op == "teardown":
                 set_up.discard(name)
     return set_up
-
-
-def environments_set_up(journal_dir: Any) -> set[str]:
-    """`set_up_in` the records of the journal in `journal_dir`: the one read left in this
-    package, for the session actor's delete until it reads the records itself."""
-    from brain.journal.scan import journal_records
-
-    return set_up_in(journal_records(journal_dir))

@@ -14,7 +14,7 @@ from typing import Any
 from brain import errors
 from brain.journal.transcript_text import portable
 from brain.protocol.effects import RunModelCall, RunToolCall
-from brain.protocol.messages import MODEL_EXECUTOR_GLOBAL_NAME, TOOL_EXECUTOR_GLOBAL_NAME
+from brain.protocol.targets import Target
 from brain.sessions import records
 from brain.sessions.extension_events import EventRefused, check_event
 from brain.sessions.state import GuestCall, Pending, Telemetry, ToolBatch
@@ -119,7 +119,7 @@ def model_call(tx: Tx, call: GuestCall) -> Answer:
                 pending={**turn.pending, started["seq"]: Pending("model_call", call.call_id)})
     # Messages whose JSON text the guest just sent travel as that text (transcript_text.py).
     request = {"messages": portable(messages), "tools": tools, "options": options}
-    tx.send(MODEL_EXECUTOR_GLOBAL_NAME,
+    tx.send(Target.MODEL_EXECUTOR,
             RunModelCall(state.session_id, started["seq"], model, request))
     return None
 
@@ -153,7 +153,7 @@ def tools_call(tx: Tx, call: GuestCall) -> Answer:
                 batches={**turn.batches, call.call_id: ToolBatch(order)})
     environments = config.get("environments", [])
     for seq, (tool, invocation) in zip(order, invocations, strict=True):
-        tx.send(TOOL_EXECUTOR_GLOBAL_NAME,
+        tx.send(Target.TOOL_EXECUTOR,
                 RunToolCall(tx.state.session_id, seq, tool, invocation, deadline, environments))
     return None
 
@@ -195,6 +195,11 @@ OPS = {
     "events.emit": events_emit,
     "telemetry.record": telemetry_record,
 }
+
+LOCAL_OPS = frozenset(OPS) - EFFECT_OPS - {"telemetry.record"}
+"""Ops whose Step is at most records and the call's answer (they read the session or commit a
+record): the Agentloop's thread may carry them out itself (brain/sessions/carry_out.py,
+`Mode.INLINE`). Every other op sends, acts or waits, which only the actor's thread does."""
 
 
 # --- arguments ------------------------------------------------------------------------------

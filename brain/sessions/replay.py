@@ -42,8 +42,8 @@ from brain.protocol.records import (
     TURN_STARTED,
 )
 from brain.sessions import core
+from brain.sessions.carry_out import Mode, carry_out
 from brain.sessions.state import (
-    GuestAnswer,
     GuestCall,
     Limits,
     Phase,
@@ -134,15 +134,16 @@ class Replay:
         name = op.get("op")
         what = f"guest call #{call} ({name})"
         self._pass_over()
+        hands = _ReplayHands(self, what)
         step = core.step(self._state, GuestCall(call, op), self._next_at())
-        self._match(step.records, what)
-        self._state = step.state
-        answer = _answer_to(step.replies, call)
+        carry_out(step, Mode.REPLAY, hands)  # its records matched, never written
+        answer = hands.answers.get(call)
         while answer is None:  # it waits on effects: their journaled outcomes, in order
             batch = self._outcome(what)
             step = core.step(self._state, RecordedOutcome(batch), batch[0]["at"])
-            self._state = step.state
-            answer = _answer_to(step.replies, call)
+            hands.matching = False  # the outcomes are the journal's own records
+            carry_out(step, Mode.REPLAY, hands)
+            answer = hands.answers.get(call)
         self._pass_over()
         if self._cursor == len(self._records):
             self.done = True
@@ -200,11 +201,26 @@ class Replay:
         return batch
 
 
-def _answer_to(replies: tuple[Any, ...], call: int) -> dict[str, Any] | None:
-    for reply in replies:
-        if isinstance(reply, GuestAnswer) and reply.call_id == call:
-            return reply.result
-    return None
+class _ReplayHands:
+    """Carrying out a replayed Step (`Mode.REPLAY`): its records are checked against the
+    journal instead of written, its state becomes the replay's, and its guest answers are
+    kept for the guest; nothing is sent."""
+
+    def __init__(self, replay: Replay, what: str) -> None:
+        self._replay = replay
+        self._what = what
+        self.matching = True  # False for a Step of journaled outcomes: nothing to compare
+        self.answers: dict[int, dict[str, Any]] = {}
+
+    def commit(self, records: tuple[dict[str, Any], ...]) -> None:
+        if self.matching:
+            self._replay._match(records, self._what)
+
+    def adopt(self, state: SessionState) -> None:
+        self._replay._state = state
+
+    def answer(self, reply: Any) -> None:
+        self.answers[reply.call_id] = reply.result
 
 
 def _is_event_of(record: dict[str, Any], started: int) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 from brain.errors import BrainError
 from brain.journal import Projection
 from brain.protocol.messages import Delivered
+from brain.protocol.targets import Target
 
 
 class Phase(enum.Enum):
@@ -166,13 +167,17 @@ class Damaged:
 class Command:
     """A client's command, delivered by the registry.
 
-    `refused` is the actor's own refusal from opening the journal (no such session, already
-    exists); `set_up` names the Environments a delete owes teardown to (read from disk).
+    `journal` is what the actor found on disk when the journal was not open: whether the
+    session's journal exists (`True`/`False`), or None when it was opened (or already was);
+    the core refuses a create of an existing session and any other command of a missing one.
+    `refused` is a failure of the actor's own (an internal error) the client must hear;
+    `set_up` names the Environments a delete owes teardown to (read from disk).
     """
 
     delivered: Delivered
     refused: BrainError | None = None
     set_up: frozenset[str] = frozenset()
+    journal: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -212,7 +217,7 @@ class Send:
     message: Any
 
 
-REGISTRY = "registry"
+REGISTRY = Target.REGISTRY
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,7 @@ class StartActivation:
     turn: int
     agentloop: dict[str, Any]
     payload: dict[str, Any]
+    deadline_ms: int | None = None  # the turn's one deadline (Turn.deadline_ms), for the epoch
 
 
 @dataclass(frozen=True)

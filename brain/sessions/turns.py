@@ -25,13 +25,12 @@ from brain.effects import Outcome
 from brain.journal import fold_all
 from brain.protocol.effects import CancelEffect, EffectDone
 from brain.protocol.messages import (
-    MODEL_EXECUTOR_GLOBAL_NAME,
-    TOOL_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
     StartTurn,
     TurnDeadline,
 )
 from brain.protocol.records import MODEL_CALL_ENDED, MODEL_CALL_FAILED
+from brain.protocol.targets import Target
 from brain.sessions import records, webhooks
 from brain.sessions.extension_events import EventRefused, check_event, event_size
 from brain.sessions.state import (
@@ -48,7 +47,7 @@ from brain.sessions.tx import Tx
 from brain.sessions.views import turn_result
 
 CANCEL_GRACE_SECS = 10.0  # bounded wait for executors to confirm a cancellation
-EXECUTOR_OF = {"model_call": MODEL_EXECUTOR_GLOBAL_NAME, "tool_call": TOOL_EXECUTOR_GLOBAL_NAME}
+EXECUTOR_OF = {"model_call": Target.MODEL_EXECUTOR, "tool_call": Target.TOOL_EXECUTOR}
 
 
 def start(tx: Tx, who: Requester, command: StartTurn) -> None:
@@ -97,7 +96,8 @@ def begin(tx: Tx, sequence: int, turn_input: Any, requester: Requester | None) -
     if limits.max_turn_secs:
         tx.timer(float(limits.max_turn_secs), TurnDeadline(sequence))
     tx.act(StartActivation(sequence, agentloop,
-                           activation_payload(state.session_id, sequence, turn_input, limits)))
+                           activation_payload(state.session_id, sequence, turn_input, limits),
+                           deadline_ms))
 
 
 def activation_payload(session_id: str, turn: int, turn_input: Any, limits: Any

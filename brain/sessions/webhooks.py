@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 from brain.protocol.messages import (
-    WEBHOOK_EXECUTOR_GLOBAL_NAME,
     DeliverWebhook,
     WebhookRecord,
     WebhookRecordLater,
@@ -26,6 +25,7 @@ from brain.protocol.records import (
     WEBHOOK_DELIVERY_PENDING,
     WEBHOOK_RECORDS,
 )
+from brain.protocol.targets import Target
 from brain.sessions import records
 from brain.sessions.tx import Tx
 
@@ -61,7 +61,7 @@ def owe_deliveries(tx: Tx, committed: list[dict[str, Any]]) -> None:
             body = body_of(session_id, terminal)
             ident = delivery_id(session_id, terminal["seq"])
             [pending] = tx.commit(records.webhook_delivery_pending(ident, body))
-            tx.send(WEBHOOK_EXECUTOR_GLOBAL_NAME,
+            tx.send(Target.WEBHOOK_EXECUTOR,
                     DeliverWebhook(session_id, ident, body, started=pending["seq"]))
 
 
@@ -76,7 +76,7 @@ def record_result(tx: Tx, command: WebhookRecord) -> None:
             or record.get("id") not in projection.webhooks_pending:
         return
     if tx.state.turn is not None or projection.open_turn is not None:
-        tx.send(WEBHOOK_EXECUTOR_GLOBAL_NAME, WebhookRecordLater(tx.state.session_id, record,
+        tx.send(Target.WEBHOOK_EXECUTOR, WebhookRecordLater(tx.state.session_id, record,
                                                                    command.offers + 1))
         return
     tx.commit(dict(record))

@@ -22,6 +22,7 @@ admitted here: the actor path decides those.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -39,6 +40,7 @@ from brain.memory_budget import MemoryBudget
 from brain.protocol.messages import REGISTRY_GLOBAL_NAME, AdmittedTurns, StartTurn
 from brain.session_limits import limits_from
 from brain.sessions import core
+from brain.sessions.carry_out import Mode, carry_out
 from brain.sessions.recovery import interrupted_work
 from brain.sessions.state import Opened, new_session
 from brain.settings import Settings
@@ -140,6 +142,13 @@ class Admission:
         if reply.error is not None:
             raise reply.error  # ended, failed or busy, as the actor would answer
         [record] = step.records
+        carry_out(step, Mode.ADMISSION, _AdmissionHands(self, writer, session_dir, boot_id,
+                                                        traceparent))
+        return reply.body, record["seq"]
+
+    def _commit_admitted(self, writer: JournalWriter, session_dir: Path, boot_id: str,
+                         traceparent: str | None, records: tuple[dict[str, Any], ...]) -> None:
+        [record] = records
         # before the commit: see admitted.py
         mark_admitted(session_dir, boot_id, record["seq"], traceparent)
         with self._placement.commit_timed():
@@ -147,7 +156,6 @@ class Admission:
         if committed[-1]["seq"] != record["seq"]:
             raise JournalError(f"the session core numbered {record['seq']}, the journal "
                                f"{committed[-1]['seq']}")
-        return reply.body, record["seq"]
 
     def _hint(self, session_id: str, sequence: int) -> None:
         if self._live is None:
@@ -172,3 +180,29 @@ class Admission:
                                                AdmittedTurns(request_id, session_ids),
                                                request_id, CONFIRM_SECS)
         return reply is not None
+
+
+class _AdmissionHands:
+    """Carrying out an admission's Step (brain/sessions/carry_out.py, `Mode.ADMISSION`): its
+    one record committed behind the admission marker; the receipt is the HTTP answer, given
+    by the caller; nothing else is in such a Step."""
+
+    def __init__(self, admission: Admission, writer: JournalWriter, session_dir: Path,
+                 boot_id: str, traceparent: str | None) -> None:
+        self._commit = functools.partial(admission._commit_admitted, writer, session_dir,
+                                         boot_id, traceparent)
+
+    def commit(self, records: tuple[dict[str, Any], ...]) -> None:
+        self._commit(records)
+
+    def adopt(self, state: Any) -> None:
+        pass  # nobody keeps the state: the actor that runs the turn opens the journal
+
+    def answer(self, reply: Any) -> None:
+        pass  # the receipt, returned by `_admit`
+
+    def answered(self) -> None:
+        pass
+
+    def at_rest(self) -> None:
+        pass

@@ -82,10 +82,10 @@ class Session:
         return self.feed(Opened(empty_projection()))
 
     def command(self, command: Any, *, set_up: frozenset[str] = frozenset(),
-                refused: Any = None) -> Step:
+                refused: Any = None, journal: bool | None = None) -> Step:
         self.requests += 1
         delivered = Delivered(f"r{self.requests}", SESSION, command, "web", {})
-        return self.feed(Command(delivered, refused, set_up))
+        return self.feed(Command(delivered, refused, set_up, journal))
 
     def guest(self, op: str, **args: Any) -> Step:
         self.calls += 1

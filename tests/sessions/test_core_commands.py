@@ -11,7 +11,6 @@ from brain import errors
 from brain.effects import Outcome
 from brain.protocol.effects import RunEnvironmentOp
 from brain.protocol.messages import (
-    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     CreateSession,
     DeleteSession,
     EndSession,
@@ -19,6 +18,7 @@ from brain.protocol.messages import (
     ReleaseMe,
     StartTurn,
 )
+from brain.protocol.targets import Target
 from brain.sessions.state import REGISTRY, Opened, Phase, RemoveFiles, StartActivation
 from tests.sessions.harness import (
     COMMANDS,
@@ -168,10 +168,21 @@ def test_every_command_in_every_phase(phase: str, command: str) -> None:
 
 def test_a_refusal_from_the_actor_is_answered_and_counted() -> None:
     session = Session()
-    step = session.command(StartTurn("hi", "send"), refused=errors.NotFound("no such session"))
-    assert only_reply(step).error.code == "not_found"
+    step = session.command(StartTurn("hi", "send"), refused=errors.Internal("internal error"))
+    assert only_reply(step).error.code == "internal"
     assert step.state.handled == 1
     assert sent(step, ReleaseMe) == [ReleaseMe("s-1", 1)]  # closed: released at once
+
+
+def test_the_core_refuses_a_missing_session_and_a_second_create_from_the_journals_facts() -> None:
+    """The actor only says whether the journal exists; the refusal is the core's."""
+    missing = Session().command(StartTurn("hi", "send"), journal=False)
+    assert only_reply(missing).error.code == "not_found"
+    assert missing.records == () and missing.state.handled == 1
+    existing = Session().command(CreateSession(config(), []), journal=True)
+    assert only_reply(existing).error.code == "invalid_request"
+    assert "already exists" in only_reply(existing).error.message
+    assert existing.records == () and sent(existing, ReleaseMe) == [ReleaseMe("s-1", 1)]
 
 
 def test_a_turn_starts_with_its_records_and_then_its_activation() -> None:
@@ -196,7 +207,7 @@ def test_create_journals_config_and_seeded_transcript_then_sets_up_environments(
     ops = sent(step, RunEnvironmentOp)
     assert [(op.environment["name"], op.op) for op in ops] == [("work", "setup"),
                                                               ("scratch", "setup")]
-    assert all(s.to == ENVIRONMENT_EXECUTOR_GLOBAL_NAME for s in step.sends)
+    assert all(s.to == Target.ENVIRONMENT_EXECUTOR for s in step.sends)
     assert client_replies(step) == []
     assert step.state.projection.transcript == seed
 

@@ -24,12 +24,6 @@ JOURNAL_READS = ("checkpoint", "cli", "fault_hook", "history", "opening", "proje
 """The modules of brain/journal/ that open a journal's files: the reads stay there."""
 READS = {f"brain.journal.{name}" for name in JOURNAL_READS}
 
-STILL_READING = {("environments.py", "brain.journal.scan")}
-"""The one read left in brain/sessions/: `environments_set_up(journal_dir)`, which the session
-actor's delete still calls with a directory. It goes once the actor reads the records itself
-(brain.journal.scan.journal_records) and passes them to `set_up_in`."""
-
-
 def banned_import(module: str) -> str | None:
     """Why importing `module` from brain/sessions/ is refused, or None."""
     if module.split(".")[0] in DISK_MODULES:
@@ -65,7 +59,7 @@ def refusals(path: Path) -> list[str]:
             found.append(f"line {node.lineno}: calls {node.func.id}()")
         for module in dict.fromkeys(imported):  # each module once per import
             why = banned_import(module)
-            if why and (path.name, module) not in STILL_READING:
+            if why:
                 found.append(f"line {node.lineno}: imports {module}, which {why}")
     return found
 

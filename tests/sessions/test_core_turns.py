@@ -8,13 +8,12 @@ import pytest
 from brain.effects import FAILURES, Outcome
 from brain.protocol.effects import CancelEffect, EffectDone, RunModelCall, RunToolCall
 from brain.protocol.messages import (
-    MODEL_EXECUTOR_GLOBAL_NAME,
-    TOOL_EXECUTOR_GLOBAL_NAME,
     CancelGrace,
     CancelTurn,
     StartTurn,
     TurnDeadline,
 )
+from brain.protocol.targets import Target
 from brain.sessions import core
 from brain.sessions.state import (
     ActivationFinished,
@@ -33,7 +32,7 @@ COMPLETED = {"status": "completed", "output": "done"}
 def model_call(session: Session) -> int:
     step = session.guest("model.call", messages=MESSAGES)
     [run] = sent(step, RunModelCall)
-    assert step.sends[0].to == MODEL_EXECUTOR_GLOBAL_NAME
+    assert step.sends[0].to == Target.MODEL_EXECUTOR
     [record] = step.records
     assert record["kind"] == "model_call_started" and run.started == record["seq"]
     assert guest_answers(step) == {}  # the guest waits for the outcome
@@ -128,7 +127,7 @@ def test_every_tool_outcome_and_results_in_call_order(outcome: Outcome) -> None:
                                               {"name": "clock", "id": "b"}])
     first, second = [run.started for run in sent(step, RunToolCall)]
     assert session.kinds(step) == ["tool_call_started", "tool_call_started"]
-    assert {s.to for s in step.sends} == {TOOL_EXECUTOR_GLOBAL_NAME}
+    assert {s.to for s in step.sends} == {Target.TOOL_EXECUTOR}
     assert sent(step, RunToolCall)[0].deadline == pytest.approx(session.now / 1000 - 0.007 + 5)
     later = session.done(second, Outcome.OK, result={"content": "2", "is_error": False})
     assert guest_answers(later) == {}  # the batch waits for every call
@@ -216,8 +215,8 @@ def test_cancel_while_effects_are_out_forwards_it_and_waits_bounded() -> None:
     step = session.command(CancelTurn())
     cancels = {(s.to, s.message.started) for s in step.sends
                if isinstance(s.message, CancelEffect)}
-    assert cancels == {(MODEL_EXECUTOR_GLOBAL_NAME, started),
-                       (TOOL_EXECUTOR_GLOBAL_NAME, tool.started)}
+    assert cancels == {(Target.MODEL_EXECUTOR, started),
+                       (Target.TOOL_EXECUTOR, tool.started)}
     session.done(started, Outcome.CANCELLED, error={"message": "cancelled"})
     grace = session.feed(CancelGrace(session.state.turn.sequence))
     [record] = grace.records

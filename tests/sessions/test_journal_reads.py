@@ -13,7 +13,7 @@ from brain.journal.scan import journal_records
 from brain.journal.statuses import session_statuses
 from brain.protocol.messages import DeliverWebhook
 from brain.sessions import records
-from brain.sessions.environments import environments_set_up, set_up_in
+from brain.sessions.environments import set_up_in
 from brain.sessions.scan import sessions_in_flight, start_up_scan
 
 CONFIG = {"agentloop": {"name": "default"}, "model": {"name": "scripted"}, "tools": [],
@@ -79,6 +79,6 @@ def test_the_records_read_from_a_journal_are_the_ones_committed(tmp_path: Path) 
     journal(tmp_path / "s", [records.session_created(CONFIG, 0)], [started])
     read = list(journal_records(tmp_path / "s" / "journal"))
     assert [record["kind"] for record in read] == ["session_created", "environment_op_started"]
-    assert environments_set_up(tmp_path / "s" / "journal") == set()
+    assert set_up_in(journal_records(tmp_path / "s" / "journal")) == set()
     journal(tmp_path / "s", [records.effect_ended("environment_op", 2, {})])
-    assert environments_set_up(tmp_path / "s" / "journal") == {"scratch"}
+    assert set_up_in(journal_records(tmp_path / "s" / "journal")) == {"scratch"}

@@ -18,11 +18,11 @@ from brain.journal.events import to_event
 from brain.net.webhook_post import AttemptResult
 from brain.net.webhook_signature import secret_key, signature
 from brain.protocol.messages import (
-    WEBHOOK_EXECUTOR_GLOBAL_NAME,
     DeliverWebhook,
     WebhookRecord,
     WebhookRecordLater,
 )
+from brain.protocol.targets import Target
 from brain.sessions import records
 from brain.sessions.state import ActivationFinished, Opened, Step
 from tests.sessions.harness import LIMITS, SESSION, Session, sent
@@ -49,7 +49,7 @@ def test_a_turn_s_end_owes_a_delivery_in_the_same_batch_and_sends_it_after():
     assert pending["id"] == f"msg_{SESSION}_{terminal['seq']}"
     assert pending["body"] == {"session_id": SESSION, "sequence": turn, "kind": "turn_ended",
                                "status": "ended"}
-    [send] = [s for s in step.sends if s.to == WEBHOOK_EXECUTOR_GLOBAL_NAME]
+    [send] = [s for s in step.sends if s.to == Target.WEBHOOK_EXECUTOR]
     assert send.message == DeliverWebhook(SESSION, pending["id"], pending["body"],
                                           started=pending["seq"])
     assert session.state.projection.webhooks_pending == {

@@ -43,6 +43,7 @@ from brain.actors.session.activation import (
     start_activation,
 )
 from brain.actors.session.bridge import BridgedActor
+from brain.actors.session.deadline import monotonic_deadline
 from brain.actors.session.inline import InlineGuestCalls
 from brain.actors.session.journal import COMMIT_FAILED, CommitFailed, SessionJournal
 from brain.actors.session.kept_journal import KeptJournal
@@ -57,7 +58,11 @@ from brain.live import LivePublisher
 from brain.metrics import Latencies, MetricBatch
 from brain.protocol.effects import EffectBatch, EffectDone, OutcomeBatch, Parked
 from brain.protocol.messages import (
+    ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
     METRICS_GLOBAL_NAME,
+    MODEL_EXECUTOR_GLOBAL_NAME,
+    TOOL_EXECUTOR_GLOBAL_NAME,
+    WEBHOOK_EXECUTOR_GLOBAL_NAME,
     CreateSession,
     Delivered,
     MetricsReport,
@@ -67,14 +72,15 @@ from brain.protocol.messages import (
     StartTurn,
     ToSession,
 )
+from brain.protocol.targets import Target
+from brain.session_limits import limits_from
 from brain.sessions import core
+from brain.sessions.carry_out import Mode, carry_out
 from brain.sessions.state import (
-    REGISTRY,
     ClientReply,
     Command,
     GuestAnswer,
     GuestCall,
-    Limits,
     RemoveFiles,
     ResumeActivation,
     SessionState,
@@ -126,11 +132,13 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         self._board = BoardReader(self.settings.data_path)
         self._park_at_once = ParkAtOnce(self.settings.suspend_after_ms, self._board)
         self._parked_at_once: list[Parked] = []  # effects just sent parked, to step next
+        self._hands = ActorHands(self)
+        self._inline_hands = ActorHands(self, inline=True)
         self._fresh_session_state()
 
     def _new_core(self, session_id: str) -> SessionState:
         """The core of a session before its first command (or after its state was dropped)."""
-        return new_session(session_id, _limits(self.settings))
+        return new_session(session_id, limits_from(self.settings))
 
     def _fresh_session_state(self) -> None:
         """Everything that belongs to one session, as before its first command."""
@@ -171,8 +179,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         if self.otel_spans is not None and isinstance(msg.command, (StartTurn, CreateSession)):
             self.otel_spans.pending_parent = msg.command.traceparent
         try:
-            refused, set_up = self._open_for(msg.command, self.suspension_for(msg))
-            self._step(Command(msg, refused, set_up))
+            found, set_up = self._open_for(msg.command, self.suspension_for(msg))
+            self._step(Command(msg, set_up=set_up, journal=found))
         except Exception as exc:
             if isinstance(exc, JournalLocked) and isinstance(msg.command, RunAdmitted):
                 self._hand_back(msg.session_id, msg.command)
@@ -284,40 +292,11 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             self._step_all(parked)  # what the executor would have said with `Parked`
 
     def _carry_out(self, step: Step, inline: bool = False) -> None:
-        """`inline`: on the activation's thread (brain/actors/session/inline.py), whose guest waits
-        for it;
-        the spans of its commits are then made at the actor's next step (BRAIN_OTEL)."""
-        if step.records:
-            self._commit(step.records)  # durable before anything below happens
-        self.core = step.state
-        releases = []
-        by_target: dict[str, list[Any]] = {}
-        for send in step.sends:  # effects fenced by the records just committed
-            if send.to == REGISTRY:
-                releases.append(send.message)
-            else:
-                by_target.setdefault(send.to, []).append(send.message)
-        for target, messages in by_target.items():  # several to one executor: one message
-            messages, parked = self._park_at_once.mark(messages, os.environ)
-            self._parked_at_once.extend(parked)  # stepped once this step is carried out
-            self.send(self.services[target],
-                      messages[0] if len(messages) == 1 else EffectBatch(tuple(messages)))
-        for action in step.actions:
-            self._act(action)
-        for reply in step.replies:  # clients and the guest see only what is durable
-            self._reply(reply)
-        if self.otel_spans is not None and not inline:  # an inline step's wait for the next
-            self.otel_spans.flush()  # the spans of this step's commits, after its answers
-        if step.checkpoint:
-            self._checkpoint()
-        for timer in step.timers:
-            self.wakeupAfter(timer.secs, (self.lease, timer.payload))
-        for note in step.notes:
-            log.warning("session %s: %s", self.core.session_id, note)
-        if releases:  # last: the client's Reply does not wait behind it
-            self._release(releases[0])  # the metrics go with it, to the registry
-        elif self.core.idle:
-            self._flush_metrics()  # a session kept resident reports after each piece of work
+        """Carry out `step` (brain/sessions/carry_out.py says in which order). `inline`: on the
+        activation's thread (brain/actors/session/inline.py), whose guest waits for it; the
+        spans of its commits are then made at the actor's next step (BRAIN_OTEL)."""
+        carry_out(step, Mode.INLINE if inline else Mode.FULL,
+                  self._inline_hands if inline else self._hands)
 
     def _act(self, action: Any) -> None:
         if isinstance(action, StartActivation):
@@ -342,9 +321,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
                     out.write(json.dumps(action.line) + "\n")
 
     def _start_activation(self, start: StartActivation) -> None:
-        max_secs = self.settings.max_turn_secs
-        deadline = time.monotonic() + max_secs if max_secs else None
-        self.start_agentloop(start.turn, start.agentloop, start.payload, deadline)
+        self.start_agentloop(start.turn, start.agentloop, start.payload,
+                             monotonic_deadline(start.deadline_ms))
 
     def start_agentloop(self, turn: int, agentloop: dict[str, Any], payload: dict[str, Any],
                         deadline: float | None, replay: Any = None) -> None:
@@ -389,10 +367,62 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
                                              observations))
 
 
-def _limits(settings: Settings) -> Limits:
-    return Limits(max_model_calls=settings.max_model_calls,
-                  max_turn_secs=settings.max_turn_secs,
-                  max_tool_secs=settings.max_tool_secs,
-                  max_emitted_bytes=settings.max_emitted_bytes,
-                  idle_ttl_ms=settings.session_idle_ttl_ms,
-                  webhooks=settings.webhook_url is not None)
+GLOBAL_NAME_OF = {
+    Target.MODEL_EXECUTOR: MODEL_EXECUTOR_GLOBAL_NAME,
+    Target.TOOL_EXECUTOR: TOOL_EXECUTOR_GLOBAL_NAME,
+    Target.ENVIRONMENT_EXECUTOR: ENVIRONMENT_EXECUTOR_GLOBAL_NAME,
+    Target.WEBHOOK_EXECUTOR: WEBHOOK_EXECUTOR_GLOBAL_NAME,
+}
+"""Where each role the core sends to is found: the global name of the shared actor whose
+address the registry handed this actor (`Delivered.services`)."""
+
+
+class ActorHands:
+    """What carrying out a Step needs, done by the session actor (brain/sessions/carry_out.py).
+
+    One per actor, and one for the activation's thread (`inline`), whose Steps hold only
+    records and one guest's answer; that one leaves the trace spans of its commits to the
+    actor's next Step."""
+
+    def __init__(self, actor: SessionActor, inline: bool = False) -> None:
+        self._actor = actor
+        self._inline = inline
+
+    def commit(self, records: tuple[dict[str, Any], ...]) -> None:
+        self._actor._commit(records)
+
+    def adopt(self, state: SessionState) -> None:
+        self._actor.core = state
+
+    def send(self, target: str, messages: list[Any]) -> None:
+        actor = self._actor
+        messages, parked = actor._park_at_once.mark(messages, os.environ)
+        actor._parked_at_once.extend(parked)  # stepped once this step is carried out
+        actor.send(actor.services[GLOBAL_NAME_OF[target]],
+                   messages[0] if len(messages) == 1 else EffectBatch(tuple(messages)))
+
+    def act(self, action: Any) -> None:
+        self._actor._act(action)
+
+    def answer(self, reply: ClientReply | GuestAnswer) -> None:
+        self._actor._reply(reply)
+
+    def answered(self) -> None:
+        spans = self._actor.otel_spans
+        if spans is not None and not self._inline:  # an inline step's wait for the next
+            spans.flush()  # the spans of this step's commits, after its answers
+
+    def checkpoint(self) -> None:
+        self._actor._checkpoint()
+
+    def arm(self, secs: float, payload: Any) -> None:
+        self._actor.wakeupAfter(secs, (self._actor.lease, payload))
+
+    def note(self, text: str) -> None:
+        log.warning("session %s: %s", self._actor.core.session_id, text)
+
+    def release(self, message: Any) -> None:
+        self._actor._release(message)  # the metrics go with it, to the registry
+
+    def at_rest(self) -> None:
+        self._actor._flush_metrics()  # a session kept resident reports after each piece of work

@@ -7,13 +7,14 @@ nothing but a thread hand-off each way, four times in a plain text turn.
 
 So the activation's thread steps the session core itself, under the lock the actor holds while
 it handles any message: the two never step the core at once, and each step still sees every
-step before it. The step is carried out in that thread only when it consists of records to
-commit and the answer to this call: the commit (one write, one fdatasync) comes first, then
-the answer, as on the actor's thread. A step that would send a message, start or stop
-anything, set a timer or answer a client is thrown away unapplied (the core is pure, so
-nothing of it happened) and the call goes to the actor over the bridge; so does every call
-when the session is not in the middle of this activation's turn. Only the actor's thread ever
-sends.
+step before it. The step is carried out in that thread, by the same function as on the actor's
+(brain/sessions/carry_out.py, `Mode.INLINE`), only when it consists of records to commit and
+the answer to this call: the commit (one write, one fdatasync) comes first, then the answer.
+Which ops may come this way the core says (`guest_ops.LOCAL_OPS`). A step that would send
+a message, start or stop anything, set a timer or answer a client is thrown away unapplied
+(the core is pure, so nothing of it happened) and the call goes to the actor over the bridge;
+so does every call when the session is not in the middle of this activation's turn. Only the
+actor's thread ever sends.
 
 A commit that fails here is not handled here: the call goes to the actor, whose own step finds
 the journal's writer refusing (a failed write poisons it) and abandons the session as every
@@ -29,10 +30,9 @@ from typing import Any
 from brain.actors.session.activation import PendingGuestCall
 from brain.actors.session.journal import CommitFailed
 from brain.sessions import core
-from brain.sessions.state import GuestAnswer, GuestCall, Step
-
-INLINE_OPS = frozenset({"transcript.read", "transcript.set", "kv.read", "kv.put", "kv.delete",
-                        "events.emit"})
+from brain.sessions.carry_out import Mode, fits
+from brain.sessions.guest_ops import LOCAL_OPS
+from brain.sessions.state import GuestCall
 
 
 class InlineGuestCalls:
@@ -55,7 +55,7 @@ class InlineGuestCalls:
     def inline_guest_call(self, call: PendingGuestCall) -> bool:
         """Called on the activation's thread: True when the call was carried out and answered
         here, False when it must go to the actor."""
-        if call.op.get("op") not in INLINE_OPS:
+        if call.op.get("op") not in LOCAL_OPS:
             return False
         with self.state_lock:
             state = self.core
@@ -64,7 +64,7 @@ class InlineGuestCalls:
                 return False
             call_id = self.next_call_id + 1
             step = core.step(state, GuestCall(call_id, call.op), time.time_ns() // 1_000_000)
-            if not _answers_only(step, call_id):
+            if not fits(step, Mode.INLINE) or step.replies[0].call_id != call_id:
                 return False
             self.next_call_id = call_id
             self.guest_calls[call_id] = call
@@ -74,11 +74,3 @@ class InlineGuestCalls:
                 del self.guest_calls[call_id]  # the actor's step meets the refusing writer
                 return False
             return True
-
-
-def _answers_only(step: Step, call_id: int) -> bool:
-    """Whether carrying out `step` needs no thread but this one: records and this answer."""
-    return (not step.state.idle and not step.sends and not step.actions and not step.timers
-            and not step.checkpoint
-            and len(step.replies) == 1 and isinstance(step.replies[0], GuestAnswer)
-            and step.replies[0].call_id == call_id)

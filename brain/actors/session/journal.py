@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from brain import errors
 from brain.actors.session.kept_journal import KeptJournal, take_up
 from brain.admitted import admitted_in_this_run, admitted_traceparent, clear_admitted
 from brain.damage_report import report_damage
@@ -26,6 +25,7 @@ from brain.journal import (
 )
 from brain.journal.errors import WriterBroken
 from brain.journal.events import is_public, transcript_length_after
+from brain.journal.scan import journal_records
 from brain.metrics import Latencies, MetricBatch, epoch_ms
 from brain.protocol.messages import CreateSession, DeleteSession, Reply
 from brain.protocol.records import (
@@ -41,7 +41,7 @@ from brain.protocol.records import (
 )
 from brain.sessions import core
 from brain.sessions.abandon import waiting_clients
-from brain.sessions.environments import environments_set_up
+from brain.sessions.environments import set_up_in
 from brain.sessions.state import AdmittedTurn, Damaged, Opened, Step
 from brain.sessions.views import damage_message
 
@@ -120,20 +120,22 @@ class SessionJournal:
         return AdmittedTurn(sequence, started["data"]["input"])
 
     def _open_for(self, command: Any, suspended: Any = None
-                  ) -> tuple[errors.BrainError | None, frozenset[str]]:
+                  ) -> tuple[bool | None, frozenset[str]]:
         """Open the journal for a command (or, kept open since an earlier one, repeat the CRC
         pass an open makes, so a journal damaged meanwhile takes no write), carrying on the
-        session's `suspended` turn if it has one. Returns the refusal, if any, and for a
-        delete the Environments owed a teardown."""
+        session's `suspended` turn if it has one. Returns, when it did not open it, whether the
+        journal exists (a create of an existing session, any other command of a missing one:
+        the core refuses them, `Command.journal`), and for a delete the Environments owed a
+        teardown."""
         journal_dir = self.session_dir / "journal"
         try:
             if self.writer is not None:
                 if self.core.idle:
                     self.writer.verify()
             elif isinstance(command, CreateSession) and journal_dir.exists():
-                return errors.InvalidRequest("session already exists"), frozenset()
+                return True, frozenset()
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
-                return errors.NotFound("no such session"), frozenset()
+                return False, frozenset()
             else:
                 taken = take_up(self.kept, self.core.session_id) if suspended is None else None
                 self.kept = None
@@ -161,7 +163,7 @@ class SessionJournal:
             self._step(Damaged(damage_message(damage)))
             return None, frozenset()
         if isinstance(command, DeleteSession) and self.writer is not None:
-            return None, frozenset(environments_set_up(journal_dir))
+            return None, frozenset(set_up_in(journal_records(journal_dir)))
         return None, frozenset()
 
     def _close_journal(self) -> None:

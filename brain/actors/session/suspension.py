@@ -13,12 +13,12 @@ The core decides (brain/sessions/suspension.py); this carries it out:
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from brain.actors.session.activation import SUSPENDED, PendingGuestCall
+from brain.actors.session.deadline import monotonic_deadline
 from brain.journal import read_timeline
 from brain.protocol.effects import Parked
 from brain.protocol.messages import Delivered, ReleaseMe
@@ -114,9 +114,7 @@ class SuspendingSession:
         replay = Replay(core.session_id, core.limits, history, resume.turn, resume.activation)
         payload = activation_payload(core.session_id, resume.turn, history.turn_input,
                                      core.limits)
-        deadline_ms = core.turn.deadline_ms if core.turn is not None else None
-        deadline = None if deadline_ms is None else \
-            time.monotonic() + (deadline_ms - time.time_ns() // 1_000_000) / 1000.0
+        deadline = monotonic_deadline(core.turn.deadline_ms if core.turn is not None else None)
         self.trace_mark(core.session_id,  # type: ignore[attr-defined]
                         f"turn {resume.turn} resumed: a fresh instance replays "
                         f"{len(history.records)} records")

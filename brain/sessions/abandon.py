@@ -1,5 +1,5 @@
-"""Who must hear that a session's journal refused a write (brain/actors/session/actor.py,
-`_abandon`).
+"""Who must hear that a session's journal refused a write (brain/actors/session/journal.py,
+`JournalSide.abandon`).
 
 A failed commit (disk full, a failed fdatasync) makes the session's in-memory state void: what
 it believed committed may not be. The actor answers every client still waiting with `internal`

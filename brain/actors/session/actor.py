@@ -4,17 +4,25 @@ Every decision is made by the pure session core (`brain.sessions.core.step`). Th
 each message into an input for it, does the I/O the core cannot (open and verify the journal,
 commit, send, run the Agentloop's thread, remove files), and carries out each Step in one order,
 in `_carry_out`: the records are committed (one write, one fdatasync) before any message that
-depends on them is sent and before anyone, client or guest, is answered. Its journal's side
-(open for a command, commit, a failed commit, checkpoint) is brain/actors/session/journal.py;
-suspended
-turns, brain/actors/session/suspension.py; guest calls answered inline,
-brain/actors/session/inline.py.
+depends on them is sent and before anyone, client or guest, is answered.
+
+It is one object, and the session's state is its own, created here (`__init__`,
+`_fresh_session_state`), so one file shows what a session holds; a helper keeps only the
+bookkeeping of its own job (a suspended turn's history, the releases not yet reported), and its
+docstring names it, with what of the actor's state it reads and changes. The helpers, each with
+one job:
+- `journal`, brain/actors/session/journal.py: open for a command, commit, abandon after a failed
+  commit, checkpoint, close;
+- `suspension`, brain/actors/session/suspension.py: suspended turns let go and resumed by replay;
+- `pool`, brain/actors/session/pool_member.py: warm-up in the pool, release, release reports;
+- `inline`, brain/actors/session/inline.py: guest calls answered on the activation's thread.
+Thespian dispatches a message to a `receiveMsg_<Type>` of this class, so each handler is here,
+handing over to its helper where the work is the helper's.
 
 The process outlives its sessions: the registry forks it ahead of need into a pool, and when a
-session is released the actor drops everything of it (`_drop_session`,
-brain/actors/session/pool_member.py) but
-a closed writer and projection for its next open here (brain/actors/session/kept_journal.py), and
-waits for the next.
+session is released the actor drops everything of it (`PoolMembership.release`) but a closed
+writer and projection for its next open here (brain/actors/session/kept_journal.py), and waits
+for the next.
 A timer or an executor's answer still on its way for the session it served is recognized by its
 lease (timers) or its session id (answers) and dropped, so nothing of one session reaches another.
 """
@@ -25,6 +33,7 @@ import json
 import logging
 import os
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +53,13 @@ from brain.actors.session.activation import (
 )
 from brain.actors.session.bridge import BridgedActor
 from brain.actors.session.deadline import monotonic_deadline
-from brain.actors.session.inline import InlineGuestCalls
-from brain.actors.session.journal import COMMIT_FAILED, CommitFailed, SessionJournal
+from brain.actors.session.inline import InlineCalls
+from brain.actors.session.journal import COMMIT_FAILED, CommitFailed, JournalSide
 from brain.actors.session.kept_journal import KeptJournal
 from brain.actors.session.park_at_once import ParkAtOnce
-from brain.actors.session.pool_member import PooledSession
+from brain.actors.session.pool_member import PoolMembership
 from brain.actors.session.priority import lower_own_priority
-from brain.actors.session.suspension import SuspendingSession
+from brain.actors.session.suspension import Suspension
 from brain.actors.thespian.proctitle import rename_actor_process
 from brain.damage_report import forget_damage
 from brain.journal import JournalLocked, JournalWriter
@@ -71,6 +80,7 @@ from brain.protocol.messages import (
     RunAdmitted,
     StartTurn,
     ToSession,
+    WarmUp,
 )
 from brain.protocol.targets import Target
 from brain.session_limits import limits_from
@@ -108,32 +118,44 @@ class HandBack:
     message: ToSession
 
 
-class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuestCalls,
-                   BridgedActor):
+class SessionActor(BridgedActor):
+    """One session at a time: its state, its journal's one writer, its Agentloop's thread.
+
+    Everything the actor holds is created in `__init__` (what lasts across the sessions this
+    process serves) and `_fresh_session_state` (what belongs to the session served now)."""
+
     trace_name = "session"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
         lower_own_priority(self.settings.session_actor_nice)
+        # Reentrant: a handler's step may run another step (an open folds `Opened` first).
+        # Held by `receiveMessage` and by the inline path, so the two never step the core at once.
+        self.state_lock = threading.RLock()
         # Resolved once: `Settings.data_path` resolves symlinks (a syscall per component).
         self.sessions_path = self.settings.sessions_path
-        self.live = LivePublisher(self.settings.data_path)
-        self.registry: Any = None
-        self.services: dict[str, Any] = {}
-        self.writer: JournalWriter | None = None
+        self.live = LivePublisher(self.settings.data_path)  # commit hints to the web workers
+        self.registry: Any = None  # who sent the last `Delivered`: releases are reported there
+        self.services: dict[str, Any] = {}  # global name -> address, from the last `Delivered`
+        self.writer: JournalWriter | None = None  # the session's journal, while it is open
         # the session released here last (brain/actors/session/kept_journal.py)
         self.kept: KeptJournal | None = None
-        self._reopening = False
         self._activations = 0  # activations started by this actor process, for their numbers
         self._void_activations: set[int] = set()  # abandoned (a failed commit, a suspension)
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them
-        self._reports = ReleaseReports()
-        self._board = BoardReader(self.settings.data_path)
+        self._board = BoardReader(self.settings.data_path)  # whether work waits for an actor
         self._park_at_once = ParkAtOnce(self.settings.suspend_after_ms, self._board)
         self._parked_at_once: list[Parked] = []  # effects just sent parked, to step next
         self._hands = ActorHands(self)
         self._inline_hands = ActorHands(self, inline=True)
+        # BRAIN_OTEL: the spans of the session's turns, from its commits (brain/tracing/otel.py)
+        self.otel_spans: otel.SessionSpans | None = None
+        # The helpers, each with one job; what each reads and changes, its docstring says.
+        self.journal = JournalSide(self)
+        self.suspension = Suspension(self)
+        self.pool = PoolMembership(self, ReleaseReports(), self._board)
+        self.inline = InlineCalls(self)
         self._fresh_session_state()
 
     def _new_core(self, session_id: str) -> SessionState:
@@ -143,35 +165,32 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
     def _fresh_session_state(self) -> None:
         """Everything that belongs to one session, as before its first command."""
         self.core: SessionState | None = None  # set by the first command, which names the id
-        spans = getattr(self, "otel_spans", None)
-        if spans is not None:
-            spans.drop("released")
-        # BRAIN_OTEL: the spans of the session's turns, from its commits (brain/tracing/otel.py)
+        if self.otel_spans is not None:
+            self.otel_spans.drop("released")
         self.otel_spans = otel.SessionSpans(self.settings.data_path) \
             if otel.tracer() is not None else None
-        self.guest_calls: dict[int, PendingGuestCall] = {}
-        self.next_call_id = 0
+        self.guest_calls: dict[int, PendingGuestCall] = {}  # guest calls awaiting an answer
+        self.next_call_id = 0  # the last guest call's id
         self.stopper: Any = None  # the running activation's ActivationStopper
         self.activation = 0  # the running activation's number
-        self.metrics = MetricBatch()
-        self.latencies = Latencies()
+        self.metrics = MetricBatch()  # counted since the last report, the registry's at release
+        self.latencies = Latencies()  # starts committed, each awaiting its end's latency
 
     def trace_session_id(self) -> str | None:
         return self.core.session_id if self.core is not None else None
+
+    def receiveMessage(self, message: Any, sender: Any) -> Any:
+        """Every message is handled under the state lock: the inline path (`inline`) steps the
+        core on the activation's thread, and never while a handler does."""
+        with self.state_lock:
+            return super().receiveMessage(message, sender)
 
     # --- messages become the core's inputs --------------------------------------------------
 
     def receiveMsg_Delivered(self, msg: Delivered, sender: Any) -> None:
         self.registry = sender
         self.services = msg.services
-        self._reports.busy = msg.busy
-        pending = self._reports.pending
-        if pending is not None and pending.session_id != msg.session_id:
-            # The registry sends only the unreported session's commands; should another come,
-            # report first, so the counts of the two never mix.
-            log.warning("a command for session %s while the release of %s is unreported",
-                        msg.session_id, pending.session_id)
-            self._report_after(0.0)
+        self.pool.delivered(msg)
         if self.core is None:
             rename_actor_process(f"session {msg.session_id}")
             self.core = self._new_core(msg.session_id)
@@ -179,7 +198,8 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         if self.otel_spans is not None and isinstance(msg.command, (StartTurn, CreateSession)):
             self.otel_spans.pending_parent = msg.command.traceparent
         try:
-            found, set_up = self._open_for(msg.command, self.suspension_for(msg))
+            found, set_up = self.journal.open_for(msg.command,
+                                                  self.suspension.suspension_for(msg))
             self._step(Command(msg, set_up=set_up, journal=found))
         except Exception as exc:
             if isinstance(exc, JournalLocked) and isinstance(msg.command, RunAdmitted):
@@ -231,6 +251,9 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
     def receiveMsg_OutcomeBatch(self, msg: OutcomeBatch, sender: Any) -> None:
         self._outcomes(msg.outcomes)
 
+    def receiveMsg_Parked(self, msg: Parked, sender: Any) -> None:
+        self.suspension.parked(msg)
+
     def _outcomes(self, outcomes: tuple[EffectDone, ...]) -> None:
         """Outcomes that arrived together: stepped in order, committed as one batch. One for a
         session this actor no longer serves (a late answer to a cancelled effect) is dropped."""
@@ -249,8 +272,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             self.send(self.registry, msg.payload.message)
             return
         if isinstance(msg.payload, ReportRelease):
-            self._report_after(self._reports.due(self.core is not None, time.monotonic(),
-                                                 self._backlog_waits))
+            self.pool.report_due()
             return
         lease, payload = msg.payload
         if lease == self.lease:  # a timer of a session served before is void
@@ -258,8 +280,16 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
 
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
         # The bridge stays open until the process exits: Thespian still watches it (bridge.py).
-        self._close_journal()
+        self.journal.close()
         self.live.close()
+
+    # --- the pool's messages (brain/actors/session/pool_member.py) ---------------------------
+
+    def receiveMsg_WarmUp(self, msg: WarmUp, sender: Any) -> None:
+        self.pool.warm_up(msg, sender)
+
+    def receiveMsg_ReportRelease(self, msg: ReportRelease, sender: Any) -> None:
+        self.pool.report_asked()
 
     def _guest_call(self, call: PendingGuestCall) -> None:
         self.next_call_id += 1
@@ -286,7 +316,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
         try:
             self._carry_out(step)
         except CommitFailed as exc:
-            self._abandon(step, exc)
+            self.journal.abandon(step, exc)
         parked, self._parked_at_once = self._parked_at_once, []
         if parked and self.core is not None and parked[0].session_id == self.core.session_id:
             self._step_all(parked)  # what the executor would have said with `Parked`
@@ -305,11 +335,11 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             if self.stopper is not None:
                 self.stopper.stop()
         elif isinstance(action, SuspendActivation):
-            self.suspend_activation()
+            self.suspension.suspend_activation()
         elif isinstance(action, ResumeActivation):
-            self.resume_activation(action)
+            self.suspension.resume_activation(action)
         elif isinstance(action, RemoveFiles):
-            self._close_journal()
+            self.journal.close()
             shutil.rmtree(self.session_dir, ignore_errors=True)
             shutil.rmtree(self.settings.environments_path / self.core.session_id,
                           ignore_errors=True)
@@ -339,7 +369,7 @@ class SessionActor(PooledSession, SessionJournal, SuspendingSession, InlineGuest
             lambda guest_call: activate_recorded(runtime, agentloop, payload,
                                                  guest_call, deadline, stopper),
             turn,
-            self.inline_guest_call,
+            self.inline.guest_call,
             self.activation,
             replay,
         )
@@ -389,7 +419,7 @@ class ActorHands:
         self._inline = inline
 
     def commit(self, records: tuple[dict[str, Any], ...]) -> None:
-        self._actor._commit(records)
+        self._actor.journal.commit(records)
 
     def adopt(self, state: SessionState) -> None:
         self._actor.core = state
@@ -413,7 +443,7 @@ class ActorHands:
             spans.flush()  # the spans of this step's commits, after its answers
 
     def checkpoint(self) -> None:
-        self._actor._checkpoint()
+        self._actor.journal.checkpoint()
 
     def arm(self, secs: float, payload: Any) -> None:
         self._actor.wakeupAfter(secs, (self._actor.lease, payload))
@@ -422,7 +452,7 @@ class ActorHands:
         log.warning("session %s: %s", self._actor.core.session_id, text)
 
     def release(self, message: Any) -> None:
-        self._actor._release(message)  # the metrics go with it, to the registry
+        self._actor.pool.release(message)  # the metrics go with it, to the registry
 
     def at_rest(self) -> None:
         self._actor._flush_metrics()  # a session kept resident reports after each piece of work

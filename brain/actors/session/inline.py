@@ -16,6 +16,9 @@ a message, start or stop anything, set a timer or answer a client is thrown away
 so does every call when the session is not in the middle of this activation's turn. Only the
 actor's thread ever sends.
 
+The actor (brain/actors/session/actor.py) holds this as `actor.inline` and gives its
+`guest_call` to each activation it starts.
+
 A commit that fails here is not handled here: the call goes to the actor, whose own step finds
 the journal's writer refusing (a failed write poisons it) and abandons the session as every
 failed commit does.
@@ -23,7 +26,6 @@ failed commit does.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -35,42 +37,40 @@ from brain.sessions.guest_ops import LOCAL_OPS
 from brain.sessions.state import GuestCall
 
 
-class InlineGuestCalls:
-    """Mixed into SessionActor (before BridgedActor): the lock, and the inline path."""
+class InlineCalls:
+    """The inline path: a guest call carried out on the activation's own thread, under the
+    actor's `state_lock` (which the actor's `receiveMessage` holds while it handles any
+    message).
 
-    core: Any
-    guest_calls: dict[int, PendingGuestCall]
-    next_call_id: int
-    _void_activations: set[int]
+    Holds no state of its own. It reads the actor's `core`, `_void_activations` and
+    `next_call_id`; when it carries a call out it takes the next call id, files the call in the
+    actor's `guest_calls` and carries the step out by the actor's `_carry_out` (which commits
+    and answers); otherwise it changes nothing, and the call goes to the actor.
+    """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # Reentrant: a handler's step may run another step (an open folds `Opened` first).
-        self.state_lock = threading.RLock()
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
 
-    def receiveMessage(self, message: Any, sender: Any) -> Any:
-        with self.state_lock:
-            return super().receiveMessage(message, sender)  # type: ignore[misc]
-
-    def inline_guest_call(self, call: PendingGuestCall) -> bool:
+    def guest_call(self, call: PendingGuestCall) -> bool:
         """Called on the activation's thread: True when the call was carried out and answered
         here, False when it must go to the actor."""
         if call.op.get("op") not in LOCAL_OPS:
             return False
-        with self.state_lock:
-            state = self.core
+        actor = self._actor
+        with actor.state_lock:
+            state = actor.core
             if state is None or state.turn is None or state.turn.sequence != call.turn \
-                    or call.activation in self._void_activations:
+                    or call.activation in actor._void_activations:
                 return False
-            call_id = self.next_call_id + 1
+            call_id = actor.next_call_id + 1
             step = core.step(state, GuestCall(call_id, call.op), time.time_ns() // 1_000_000)
             if not fits(step, Mode.INLINE) or step.replies[0].call_id != call_id:
                 return False
-            self.next_call_id = call_id
-            self.guest_calls[call_id] = call
+            actor.next_call_id = call_id
+            actor.guest_calls[call_id] = call
             try:
-                self._carry_out(step, inline=True)  # type: ignore[attr-defined]
+                actor._carry_out(step, inline=True)
             except CommitFailed:
-                del self.guest_calls[call_id]  # the actor's step meets the refusing writer
+                del actor.guest_calls[call_id]  # the actor's step meets the refusing writer
                 return False
             return True

@@ -1,8 +1,9 @@
 """The session actor's side of its journal: open it for a command, commit to it (and drop all it
 holds when a commit fails), checkpoint it.
 
-Split from the actor (brain/actors/session/actor.py) so that module keeps to carrying out the core's
-steps. Everything here runs in the session actor's process, on its one writer.
+A helper the actor holds as `actor.journal` (brain/actors/session/actor.py), apart so that
+module keeps to carrying out the core's steps; the session's state, the writer included, stays
+the actor's. Everything here runs in the session actor's process, on its one writer.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from brain.actors.session.kept_journal import KeptJournal, take_up
+from brain.actors.session.kept_journal import take_up
 from brain.admitted import admitted_in_this_run, admitted_traceparent, clear_admitted
 from brain.damage_report import report_damage
 from brain.journal import (
@@ -26,7 +27,7 @@ from brain.journal import (
 from brain.journal.errors import WriterBroken
 from brain.journal.events import is_public, transcript_length_after
 from brain.journal.scan import journal_records
-from brain.metrics import Latencies, MetricBatch, epoch_ms
+from brain.metrics import MetricBatch, epoch_ms
 from brain.protocol.messages import CreateSession, DeleteSession, Reply
 from brain.protocol.records import (
     ENVIRONMENT_OP_ENDED,
@@ -57,38 +58,27 @@ COMMIT_FAILED = "the session's journal could not be written; nothing more of thi
 
 
 class CommitFailed(Exception):
-    """The journal refused a batch (disk full, failed fdatasync): see `_abandon`."""
+    """The journal refused a batch (disk full, failed fdatasync): see `JournalSide.abandon`."""
 
 
-class SessionJournal:
-    """Mixed into SessionActor, whose `settings`, `writer`, `core`, `metrics`, `live` and
-    `session_dir` it uses, and whose step, guest calls and activation it resets when a commit
-    fails."""
+class JournalSide:
+    """The session actor's journal, through its one writer: open it for a command, commit a
+    Step's records, abandon the session when a commit fails, checkpoint it at rest, close it.
 
-    settings: Any
-    writer: JournalWriter | None
-    # the session released here last (brain/actors/session/kept_journal.py)
-    kept: KeptJournal | None
-    core: Any
-    metrics: MetricBatch
-    latencies: Latencies
-    live: Any
-    session_dir: Path
-    # brain/actors/session/suspension.py: a resumption's history takes each batch
-    note_committed: Any
-    # brain/actors/session/suspension.py: what a suspended turn's replay answers from
-    open_history: Any
-    guest_calls: dict[int, Any]
-    stopper: Any
-    activation: int
-    _void_activations: set[int]
-    lease: int
-    _reopening: bool
-    send: Any
-    _step: Any
-    _new_core: Any
-    _fresh_session_state: Any
-    otel_spans: Any
+    Held by the actor (brain/actors/session/actor.py), which keeps the session's state; this
+    holds none of it but the guard of an abandon's reopen. It reads the actor's `settings`,
+    `session_dir`, `core`, `live` and `otel_spans`; it changes the actor's `writer` (opened and
+    closed only here) and `kept` (taken up by an open), and counts each commit in the actor's
+    `metrics` and `latencies`. When a commit fails it resets all of the session's state (the
+    actor's `_fresh_session_state`, `core`, `lease`), answering the actor's `guest_calls` and
+    stopping its activation (`stopper`, `_void_activations`) first. It steps the core through
+    the actor's `_step`, and gives each commit to the suspended turn's history
+    (`actor.suspension`).
+    """
+
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
+        self._reopening = False  # an abandon's reopen is running: a failure in it stays closed
 
     def _open_writer(self, journal_dir: Path, history_from: int | None = None) -> JournalWriter:
         """A web worker admitting a turn holds the lock for a few milliseconds
@@ -98,7 +88,7 @@ class SessionJournal:
         while True:
             try:
                 return JournalWriter.open(journal_dir, project=True, history_from=history_from,
-                                         segment_bytes=self.settings.segment_bytes)
+                                         segment_bytes=self._actor.settings.segment_bytes)
             except JournalLocked:
                 if time.monotonic() > deadline:
                     raise
@@ -106,148 +96,157 @@ class SessionJournal:
 
     def _admitted_turn(self, projection: Any) -> AdmittedTurn | None:
         """The open turn, if a web worker admitted it in this run and nothing of it ran."""
+        actor = self._actor
         sequence = projection.open_turn
         if sequence is None or not core.admitted(projection, sequence) \
-                or not admitted_in_this_run(self.session_dir, self.settings.boot_id, sequence):
+                or not admitted_in_this_run(actor.session_dir, actor.settings.boot_id, sequence):
             return None
-        started = next(SessionReader(self.session_dir).events_after(sequence - 1))
-        self.latencies.note([{"kind": TURN_STARTED, "seq": sequence,
-                              "at": epoch_ms(started["at"])}])
-        if self.otel_spans is not None:  # the turn's span continues the submit's trace
-            self.otel_spans.admitted_turn(self.core.session_id, sequence,
-                                          admitted_traceparent(self.session_dir),
-                                          epoch_ms(started["at"]) * 1_000_000)
+        started = next(SessionReader(actor.session_dir).events_after(sequence - 1))
+        actor.latencies.note([{"kind": TURN_STARTED, "seq": sequence,
+                               "at": epoch_ms(started["at"])}])
+        if actor.otel_spans is not None:  # the turn's span continues the submit's trace
+            actor.otel_spans.admitted_turn(actor.core.session_id, sequence,
+                                           admitted_traceparent(actor.session_dir),
+                                           epoch_ms(started["at"]) * 1_000_000)
         return AdmittedTurn(sequence, started["data"]["input"])
 
-    def _open_for(self, command: Any, suspended: Any = None
-                  ) -> tuple[bool | None, frozenset[str]]:
+    def open_for(self, command: Any, suspended: Any = None
+                 ) -> tuple[bool | None, frozenset[str]]:
         """Open the journal for a command (or, kept open since an earlier one, repeat the CRC
         pass an open makes, so a journal damaged meanwhile takes no write), carrying on the
         session's `suspended` turn if it has one. Returns, when it did not open it, whether the
         journal exists (a create of an existing session, any other command of a missing one:
         the core refuses them, `Command.journal`), and for a delete the Environments owed a
         teardown."""
-        journal_dir = self.session_dir / "journal"
+        actor = self._actor
+        journal_dir = actor.session_dir / "journal"
         try:
-            if self.writer is not None:
-                if self.core.idle:
-                    self.writer.verify()
+            if actor.writer is not None:
+                if actor.core.idle:
+                    actor.writer.verify()
             elif isinstance(command, CreateSession) and journal_dir.exists():
                 return True, frozenset()
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return False, frozenset()
             else:
-                taken = take_up(self.kept, self.core.session_id) if suspended is None else None
-                self.kept = None
+                taken = take_up(actor.kept, actor.core.session_id) if suspended is None else None
+                actor.kept = None
                 if taken is not None:  # released here last, and nothing wrote since
-                    self.writer, opened = taken
+                    actor.writer, opened = taken
                 else:
-                    self.writer = self._open_writer(
+                    actor.writer = self._open_writer(
                         journal_dir, suspended.sequence if suspended is not None else None)
-                    opened, self.writer.opened = self.writer.opened, None  # folded in the open
-                self.open_history(suspended)
+                    opened, actor.writer.opened = actor.writer.opened, None  # folded in the open
+                actor.suspension.open_history(suspended)
                 admitted = self._admitted_turn(opened)
-                self._step(Opened(opened, admitted, suspended))
+                actor._step(Opened(opened, admitted, suspended))
                 # Counted after the open's own step, which flushes the metrics of a session
                 # that stays resident: the count rides with the command's report or release
                 # instead of costing a message of its own every open.
-                self.metrics.inc("brain_journal_opens_total",
-                                 how="recovered" if taken is None else "kept")
+                actor.metrics.inc("brain_journal_opens_total",
+                                  how="recovered" if taken is None else "kept")
                 if admitted is not None:  # its activation_started is durable now
-                    clear_admitted(self.session_dir)
+                    clear_admitted(actor.session_dir)
         except CorruptJournal as exc:
-            damage = report_damage(self.settings.data_path, self.core.session_id, exc)
-            actor_log.error("session %s damaged, %s refused: %s", self.core.session_id,
+            damage = report_damage(actor.settings.data_path, actor.core.session_id, exc)
+            actor_log.error("session %s damaged, %s refused: %s", actor.core.session_id,
                       type(command).__name__, damage.describe())
-            self._close_journal()
-            self._step(Damaged(damage_message(damage)))
+            self.close()
+            actor._step(Damaged(damage_message(damage)))
             return None, frozenset()
-        if isinstance(command, DeleteSession) and self.writer is not None:
+        if isinstance(command, DeleteSession) and actor.writer is not None:
             return None, frozenset(set_up_in(journal_records(journal_dir)))
         return None, frozenset()
 
-    def _close_journal(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-        self.latencies.clear()  # its starts are numbered in this session's journal only
+    def close(self) -> None:
+        """Close the writer (the lock and descriptors go with it), if one is open."""
+        actor = self._actor
+        if actor.writer is not None:
+            actor.writer.close()
+            actor.writer = None
+        actor.latencies.clear()  # its starts are numbered in this session's journal only
 
-    def _commit(self, records: tuple[dict[str, Any], ...]) -> None:
+    def commit(self, records: tuple[dict[str, Any], ...]) -> None:
         """Append one batch (one write, one fdatasync) exactly as the core numbered it."""
+        actor = self._actor
         began = time.perf_counter()
         began_ns = time.time_ns()
         try:
-            committed = self.writer.append(list(records), at=records[0]["at"])
+            committed = actor.writer.append(list(records), at=records[0]["at"])
         except (WriterBroken, OSError) as exc:
             raise CommitFailed(str(exc)) from exc
-        self.metrics.observe("brain_journal_commit_seconds", time.perf_counter() - began)
+        actor.metrics.observe("brain_journal_commit_seconds", time.perf_counter() - began)
         if committed[-1]["seq"] != records[-1]["seq"] or committed[0]["at"] != records[0]["at"]:
             raise JournalError(f"the session core numbered {records[-1]['seq']}, the journal "
                                f"{committed[-1]['seq']}")
-        self.note_committed(committed)
-        self.latencies.note(committed)
+        actor.suspension.note_committed(committed)
+        actor.latencies.note(committed)
         for record in committed:
-            count_record(self.metrics, record)
+            count_record(actor.metrics, record)
             if "started" in record:
-                self.latencies.observe(self.metrics, record)
-        self.trace_commit(self.core.session_id, [r["seq"] for r in committed])
-        if self.otel_spans is not None:
-            self.otel_spans.committed(self.core.session_id, committed, began_ns, time.time_ns())
-        if has_public_event(committed, self.core.projection):
-            self.live.committed(self.core.session_id, committed[-1]["seq"])  # after the fsync
+                actor.latencies.observe(actor.metrics, record)
+        actor.trace_commit(actor.core.session_id, [r["seq"] for r in committed])
+        if actor.otel_spans is not None:
+            actor.otel_spans.committed(actor.core.session_id, committed, began_ns,
+                                       time.time_ns())
+        if has_public_event(committed, actor.core.projection):
+            actor.live.committed(actor.core.session_id, committed[-1]["seq"])  # after the fsync
 
-    def _abandon(self, failed: Step, exc: CommitFailed) -> None:
-        """A commit failed: nothing of `failed` happened, and nothing this actor holds of the
+    def abandon(self, failed: Step, exc: CommitFailed) -> None:
+        """A commit failed: nothing of `failed` happened, and nothing the actor holds of the
         session can be trusted (the PostgreSQL fsync lesson: a failed fdatasync is never
         retried and believed). Every waiting client hears `internal`, the guest is stopped,
         timers and late answers of the session are voided, and the session is reopened from
         what is on disk, whose recovery fails the interrupted turn; never its effects again."""
-        session_id = self.core.session_id
+        actor = self._actor
+        session_id = actor.core.session_id
         actor_log.error("session %s: commit failed (%s); reopening it from disk", session_id, exc)
-        for who in waiting_clients(self.core, failed):
-            self.send(who.reply_to, Reply(who.request_id, error_code="internal",
-                                          error_message=COMMIT_FAILED))
-        for call in self.guest_calls.values():
+        for who in waiting_clients(actor.core, failed):
+            actor.send(who.reply_to, Reply(who.request_id, error_code="internal",
+                                           error_message=COMMIT_FAILED))
+        for call in actor.guest_calls.values():
             call.respond({"error": {"code": "internal", "message": COMMIT_FAILED}})
-        if self.stopper is not None:  # an activation is running: stopped, and its calls void
-            self.stopper.stop()
-            self._void_activations.add(self.activation)
-        handled = max(self.core.handled, failed.state.handled)
-        self._close_journal()
-        self._fresh_session_state()
-        self.lease += 1  # the abandoned session's timers are void
-        self.core = replace(self._new_core(session_id), handled=handled)
+        if actor.stopper is not None:  # an activation is running: stopped, and its calls void
+            actor.stopper.stop()
+            actor._void_activations.add(actor.activation)
+        handled = max(actor.core.handled, failed.state.handled)
+        self.close()
+        actor._fresh_session_state()
+        actor.lease += 1  # the abandoned session's timers are void
+        actor.core = replace(actor._new_core(session_id), handled=handled)
         if self._reopening:
             return  # the reopen itself failed: closed until the next command tries again
         self._reopening = True
         try:
-            self.writer = self._open_writer(self.session_dir / "journal")
-            opened, self.writer.opened = self.writer.opened, None
-            self._step(Opened(opened))
+            actor.writer = self._open_writer(actor.session_dir / "journal")
+            opened, actor.writer.opened = actor.writer.opened, None
+            actor._step(Opened(opened))
         except (JournalError, OSError) as reopen_exc:
             actor_log.error("session %s: reopen failed (%s); the next command tries again",
                       session_id, reopen_exc)
-            self._close_journal()
+            self.close()
         finally:
             self._reopening = False
 
-    def _checkpoint(self) -> None:
+    def checkpoint(self) -> None:
         """At a moment of rest (a turn ended, a session created, ended, recovered): write the
         checkpoint when enough was committed since the last one, and always for a session
         that has settled (ended or failed: its tail would otherwise be replayed by every read
         from now on). Not on every turn, nor on release, which under the default policy
         follows every turn (docs/decisions.md, "Per-turn cost of a released session's turn")."""
-        writer, projection = self.writer, self.core.projection
+        actor = self._actor
+        writer, projection = actor.writer, actor.core.projection
         if writer is None or projection is None:
             return
         settled = projection.status in core.SETTLED
         if not (writer.checkpoint_due or (settled and writer.records_since_checkpoint)):
             return
         try:
-            writer.write_checkpoint(self.core.projection)
+            writer.write_checkpoint(actor.core.projection)
         except Exception:
             log.exception("session %s: checkpoint not written (the journal stays canonical)",
-                          self.core.session_id)
+                          actor.core.session_id)
+
 
 def has_public_event(records: list[dict[str, Any]], before: Any) -> bool:
     """Whether a committed batch holds an Event. Live hints exist for SSE followers, which

@@ -8,16 +8,17 @@ The core decides (brain/sessions/suspension.py); this carries it out:
   for commands that crossed the release) also reads what the turn's activation journaled,
   and keeps every record committed after it: the history the replay answers from.
 - `ResumeActivation`: a fresh activation whose guest calls the `Replay` answers first.
+
+The actor (brain/actors/session/actor.py) holds it as `actor.suspension`.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from brain.actors.session.activation import SUSPENDED, PendingGuestCall
+from brain.actors.session.activation import SUSPENDED
 from brain.actors.session.deadline import monotonic_deadline
 from brain.journal import read_timeline
 from brain.protocol.effects import Parked
@@ -29,25 +30,31 @@ from brain.sessions.turns import activation_payload
 log = logging.getLogger(__name__)
 
 
-class SuspendingSession:
-    """Mixed into SessionActor, whose core, writer, guest calls and activations it uses."""
+class Suspension:
+    """Suspended turns, on the actor's side: the guest let go, the turn's history kept from an
+    open, and the guest brought back by replay.
 
-    core: Any
-    writer: Any
-    guest_calls: dict[int, PendingGuestCall]
-    stopper: Any
-    activation: int
-    _void_activations: set[int]
-    session_dir: Path
+    Its own state is what outlives one open of the session: the suspended turn the last
+    release let go (for a command that crossed that release) and the suspended turn's history
+    (what a resumption replays from). Of the actor's state it reads `core`, `session_dir` and
+    `otel_spans`; it takes the history an open found from the actor's `writer`, notes its
+    records in the actor's `latencies`, answers and empties the actor's `guest_calls`, and
+    voids the running activation (`stopper`, `activation`, `_void_activations`). A resumption
+    starts through the actor's `start_agentloop`; a `Parked` is stepped through its `_step`.
+    """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, actor: Any) -> None:
+        self._actor = actor
         self._kept_suspension: tuple[str, Turn] | None = None  # what the last release took
+        # the suspended turn's activation: the projection before it and every record from it on
         self._timeline: tuple[Any, list[dict[str, Any]]] | None = None
 
-    def receiveMsg_Parked(self, msg: Parked, sender: Any) -> None:
-        if self.core is not None and msg.session_id == self.core.session_id:
-            self._step(msg)  # type: ignore[attr-defined]
+    def parked(self, msg: Parked) -> None:
+        """An executor parked an effect of the session served now: the core decides whether
+        the turn is suspended. One of a session served before is dropped."""
+        actor = self._actor
+        if actor.core is not None and msg.session_id == actor.core.session_id:
+            actor._step(msg)
 
     def suspension_for(self, msg: Delivered) -> Turn | None:
         """The suspended turn an open for `msg` carries on: the registry's, with the first
@@ -62,42 +69,47 @@ class SuspendingSession:
 
     def open_history(self, suspended: Turn | None) -> None:
         """After an open: what the suspended turn's activation journaled, if there is one."""
+        actor = self._actor
         self._timeline = None
-        if suspended is None or self.writer is None:
-            spans = self.otel_spans  # type: ignore[attr-defined]
-            if spans is not None and self.core is not None:
-                spans.no_suspended_turn(self.core.session_id)
+        if suspended is None or actor.writer is None:
+            spans = actor.otel_spans
+            if spans is not None and actor.core is not None:
+                spans.no_suspended_turn(actor.core.session_id)
             return
-        history, self.writer.history = self.writer.history, None  # the writer keeps none
+        history, actor.writer.history = actor.writer.history, None  # the writer keeps none
         if history is None:  # the checkpoint is newer than the turn: read it from the start
-            history = read_timeline(self.session_dir / "journal", suspended.sequence)
-        spans = self.otel_spans  # type: ignore[attr-defined]
+            history = read_timeline(actor.session_dir / "journal", suspended.sequence)
+        spans = actor.otel_spans
         if spans is not None:
-            spans.resume(self.core.session_id, suspended.sequence)
-        self.latencies.note(history[1])  # type: ignore[attr-defined]
+            spans.resume(actor.core.session_id, suspended.sequence)
+        actor.latencies.note(history[1])
         self._timeline = history  # its records list takes each later commit (note_committed)
 
     def note_committed(self, committed: list[dict[str, Any]]) -> None:
+        """A batch just committed: the suspended turn's history, if one is kept, takes it."""
         if self._timeline is not None:
             self._timeline[1].extend(committed)
 
     def forget_history(self) -> None:
+        """The session is released: its suspended turn's history goes with it (the turn's next
+        open reads it again)."""
         self._timeline = None
 
     def suspend_activation(self) -> None:
         """Unwind the guest: its waiting call is answered SUSPENDED, and nothing of this
         activation (its late calls, its end) reaches the core again."""
-        for call_id in list(self.guest_calls):
-            self.guest_calls.pop(call_id).respond(SUSPENDED)
-        if self.stopper is not None:
-            self._void_activations.add(self.activation)
-            self.stopper = None
-        turn = self.core.turn
-        spans = self.otel_spans  # type: ignore[attr-defined]
+        actor = self._actor
+        for call_id in list(actor.guest_calls):
+            actor.guest_calls.pop(call_id).respond(SUSPENDED)
+        if actor.stopper is not None:
+            actor._void_activations.add(actor.activation)
+            actor.stopper = None
+        turn = actor.core.turn
+        spans = actor.otel_spans
         if spans is not None:
-            spans.suspend(self.core.session_id, turn.sequence)
-        self.trace_mark(self.core.session_id,  # type: ignore[attr-defined]
-                        f"turn {turn.sequence} suspended (its instance dropped)")
+            spans.suspend(actor.core.session_id, turn.sequence)
+        actor.trace_mark(actor.core.session_id,
+                         f"turn {turn.sequence} suspended (its instance dropped)")
 
     def suspended_release(self, release: ReleaseMe, report: Any) -> Any:
         """The Released for a suspension: said at once, with the turn the registry keeps."""
@@ -105,21 +117,23 @@ class SuspendingSession:
         return replace(report, suspended=release.suspended)
 
     def resume_activation(self, resume: ResumeActivation) -> None:
+        """Start a fresh activation of the suspended turn, whose guest calls the kept history
+        answers first (brain/sessions/replay.py)."""
+        actor = self._actor
         timeline = self._timeline
         if timeline is None:
             raise RuntimeError("a resumption without the activation's history")
         history = activation_history(timeline[0], timeline[1], resume.turn, resume.activation)
         self._timeline = None
-        core = self.core
+        core = actor.core
         replay = Replay(core.session_id, core.limits, history, resume.turn, resume.activation)
         payload = activation_payload(core.session_id, resume.turn, history.turn_input,
                                      core.limits)
         deadline = monotonic_deadline(core.turn.deadline_ms if core.turn is not None else None)
-        self.trace_mark(core.session_id,  # type: ignore[attr-defined]
-                        f"turn {resume.turn} resumed: a fresh instance replays "
-                        f"{len(history.records)} records")
-        spans = self.otel_spans  # type: ignore[attr-defined]
+        actor.trace_mark(core.session_id,
+                         f"turn {resume.turn} resumed: a fresh instance replays "
+                         f"{len(history.records)} records")
+        spans = actor.otel_spans
         if spans is not None:
             spans.resumed_activation(core.session_id, resume.turn, resume.activation)
-        self.start_agentloop(resume.turn, resume.agentloop, payload, deadline,  # type: ignore
-                             replay)
+        actor.start_agentloop(resume.turn, resume.agentloop, payload, deadline, replay)

@@ -148,7 +148,7 @@ class Supervisor:
     def _start(self, env: dict[str, str]) -> int | None:
         """The actor system, then (with the web tier) gunicorn; None once all answer, else
         the exit code."""
-        self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
+        self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.system.boot"], env=env,
                                      stdout=subprocess.PIPE, preexec_fn=_child_setup)
         actor_port = self._wait_ready(self.boot)
         if actor_port is None:

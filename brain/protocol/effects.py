@@ -3,7 +3,7 @@
 Run* go session → executor, each only after its `*_started` record is durable; the executor
 answers the sender with one EffectDone, which the session commits before anyone sees it.
 `park` (a model or Tool call): the session actor parked the effect as it sent it
-(brain/actors/session/park_at_once.py), so its outcome goes to the registry and no `Parked` comes.
+(brain/actors/park_at_once.py), so its outcome goes to the registry and no `Parked` comes.
 Every other message crossing an actor boundary is in brain/protocol/messages.py.
 """
 

@@ -327,7 +327,7 @@ class Released(Message):
     takes it back only if it forwarded no more than that (brain/actors/registry/actor.py). The
     session's metric deltas ride along, so a released turn sends no MetricsReport of its own:
     the registry passes them on in batches. One report may cover several releases of the same
-    session (brain/actors/registry/release_report.py): `handled` and `opens` count them all."""
+    session (brain/actors/session/release_report.py): `handled` and `opens` count them all."""
 
     session_id: str
     handled: int
@@ -340,7 +340,7 @@ class Released(Message):
 @dataclass(frozen=True)
 class ReportRelease(Message):
     """A session actor's timer: the releases it has not reported may be due
-    (brain/actors/registry/release_report.py)."""
+    (brain/actors/session/release_report.py)."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from brain import errors
-from brain.actors.registry.admission_board import BoardReader
+from brain.actors.admission_board import BoardReader
 from brain.admitted import admitted_sessions, mark_admitted
 from brain.journal import JournalError, JournalLocked, JournalWriter
 from brain.live import LivePublisher

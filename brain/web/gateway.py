@@ -248,7 +248,7 @@ class ActorGateway:
     def shared_actors(self, timeout: float = 2.0) -> Any:
         """The supervisor's ActorsAre (live shared actors and missing roles), or None when it
         did not answer; the addresses it names are remembered."""
-        from brain.actors.actor_supervisor import ActorSupervisor
+        from brain.actors.system.supervisor import ActorSupervisor
         from brain.protocol.messages import ActorsAre, WhereAre
 
         answer = self.ask_global(supervisor_global_name(self._settings.member),
@@ -260,7 +260,7 @@ class ActorGateway:
 
     def _forget_global(self, global_name: str) -> None:
         """An ask that got no answer may have gone to an actor that died and was replaced
-        under the same name (brain/actors/actor_supervisor.py): look the name up again next
+        under the same name (brain/actors/system/supervisor.py): look the name up again next
         time."""
         if global_name == REGISTRY_GLOBAL_NAME:
             global_name = registry_global_name(self._settings.member)
@@ -271,7 +271,7 @@ class ActorGateway:
         """Send to a shared actor: (endpoint, address) once delivered, or None.
 
         A cached address may be that of an actor the supervisor has since replaced
-        (brain/actors/actor_supervisor.py); its port refuses the connection, so the message
+        (brain/actors/system/supervisor.py); its port refuses the connection, so the message
         certainly did not arrive and goes once more to the address the supervisor names now.
         Without this, the first request after a replacement that a web worker handles would
         fail, although the replacement is up."""

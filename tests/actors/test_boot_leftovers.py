@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from brain.actors.boot import actor_processes, kill_leftovers
+from brain.actors.system.boot import actor_processes, kill_leftovers
 from brain.procstat import read_stat
 
 TITLED_SLEEPER = ("import setproctitle, sys, time; setproctitle.setproctitle(sys.argv[1]); "

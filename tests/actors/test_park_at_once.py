@@ -1,4 +1,4 @@
-"""Parking an effect as it is sent (brain/actors/session/park_at_once.py): the session actor marks
+"""Parking an effect as it is sent (brain/actors/park_at_once.py): the session actor marks
 it,
 and the executor sends its outcome to the registry with no `Parked`; an unmarked effect is the
 executor's to park, as before.
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from brain.actors.admission_board import BoardReader, BoardWriter
 from brain.actors.executors.model import ModelExecutor
-from brain.actors.registry.admission_board import BoardReader, BoardWriter
-from brain.actors.session.park_at_once import ParkAtOnce
+from brain.actors.park_at_once import ParkAtOnce
 from brain.protocol.effects import (
     EffectDone,
     Parked,

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from brain.actors.executors.providers import ProviderCache
+from brain.actors.providers import ProviderCache
 from brain.models import ModelCallError
 from brain.models.base import ProviderSpecError
 

@@ -5,7 +5,7 @@ A web worker sends `AdmittedTurns` until the registry answers `Reply(request_id)
 whose answer was lost arrives twice. The registry must confirm every batch, and must not queue
 a session's admitted turn twice while it waits in the backlog for an actor.
 
-A session actor reports its releases late (brain/actors/registry/release_report.py). When work
+A session actor reports its releases late (brain/actors/session/release_report.py). When work
 starts
 to wait for an actor, the registry asks each actor holding a slot to report now, once per
 command forwarded; a report that covers several opens counts them all toward recycling.

@@ -1,4 +1,4 @@
-"""A session actor's unreported releases (brain/actors/registry/release_report.py): one report
+"""A session actor's unreported releases (brain/actors/session/release_report.py): one report
 covers
 every release of the session since the last, with the commands handled and the opens summed and
 the metric deltas merged; it is due REPORT_DELAY_SECS after the latest release."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain.actors.registry.release_report import REPORT_DELAY_SECS, ReleaseReports
+from brain.actors.session.release_report import REPORT_DELAY_SECS, ReleaseReports
 from brain.protocol.messages import Released
 
 

@@ -12,9 +12,9 @@ import ast
 import inspect
 from pathlib import Path
 
+from brain.actors.bridge import BridgedActor
 from brain.actors.session import actor as actor_module
 from brain.actors.session.actor import SessionActor
-from brain.actors.session.bridge import BridgedActor
 
 SESSION_DIR = Path(actor_module.__file__).parent
 

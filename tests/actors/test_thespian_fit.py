@@ -93,7 +93,7 @@ def thespian_4_0_2(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("command, code", [(["-m", "brain.cli", "serve"], 2),
                                            (["-m", "brain.cli", "web"], 2),
                                            (["-m", "brain.cli", "actors"], 2),
-                                           (["-m", "brain.actors.boot"], 3)])
+                                           (["-m", "brain.actors.system.boot"], 3)])
 def test_brain_refuses_to_start_with_one_line(thespian_4_0_2: dict[str, str], command: list[str],
                                               code: int) -> None:
     run = subprocess.run([sys.executable, *command], env=thespian_4_0_2, cwd=REPO,

@@ -67,7 +67,7 @@ def _title(pid: int) -> str:
 def is_endpoint_holder(title: str) -> bool:
     """A process whose Thespian endpoints read only while it waits on an actor: a web worker,
     or the boot process."""
-    return title.startswith("gunicorn: worker") or "brain.actors.boot" in title
+    return title.startswith("gunicorn: worker") or "brain.actors.system.boot" in title
 
 
 def test_forged_frames_are_dropped_on_every_actor_port(brain_server: BrainServer,

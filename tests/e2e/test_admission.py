@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from brain.actors.registry.admission_board import BoardReader
+from brain.actors.admission_board import BoardReader
 from brain.journal import JournalScan, JournalWriter
 from tests.agentloop.helpers import compile_guest
 from tests.support.server import BrainServer, configured, group_pids, session_processes

@@ -131,7 +131,7 @@ def test_actor_processes_are_named_in_ps(brain_server: BrainServer) -> None:
                      "brain: tool executor", "brain: environment executor",
                      "brain: host dispatcher", "brain: metrics", f"brain: session {sid}"):
         assert expected in names, names
-    booted = [name for name in names if "brain.actors.boot" in name]
+    booted = [name for name in names if "brain.actors.system.boot" in name]
     assert len(booted) == 1, names  # the boot process itself, and no actor under its name
     assert any(name.startswith("gunicorn: worker") for name in names), names
 
@@ -142,7 +142,7 @@ def test_actor_system_stops_without_waiting_for_a_lost_shutdown_reply(tmp_path: 
     env.update({"BRAIN_DATA_DIR": str(tmp_path / "data"), "BRAIN_BOOT_ID": "stops"})
     took = []
     for _ in range(5):
-        boot = subprocess.Popen([sys.executable, "-m", "brain.actors.boot"], env=env,
+        boot = subprocess.Popen([sys.executable, "-m", "brain.actors.system.boot"], env=env,
                                 stdout=subprocess.PIPE, text=True, process_group=0)
         try:
             assert boot.stdout is not None

@@ -95,7 +95,7 @@ def test_a_released_actor_keeps_nothing_of_its_session(one_actor: BrainServer) -
     (actor,) = titled(s, f"brain: session {first}".encode())
     # Released: the same process waits in the pool, titled as such, with no session file open.
     wait_for(lambda: actor in titled(s, POOLED), timeout=10, what="the actor back in the pool")
-    # and the registry told so (brain/actors/registry/release_report.py)
+    # and the registry told so (brain/actors/session/release_report.py)
     wait_for_no_open_session_actor(s)
     held = [p for p in open_files(actor)
             if p.startswith((str(s.data_dir / "sessions"), str(s.data_dir / "environments")))]

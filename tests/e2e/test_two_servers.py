@@ -117,7 +117,7 @@ def boot_env(data_dir: Path, actor_port: int) -> dict[str, str]:
 def test_boot_process_refuses_the_admin_of_another_data_dir(tmp_path: Path,
                                                             brain_server: BrainServer) -> None:
     """Even past the supervisor's port check (a race), boot must not adopt a foreign admin."""
-    boot = subprocess.run([sys.executable, "-m", "brain.actors.boot"],
+    boot = subprocess.run([sys.executable, "-m", "brain.actors.system.boot"],
                           env=boot_env(tmp_path / "other", brain_server.actor_port),
                           capture_output=True, text=True, timeout=60)
     assert boot.returncode != 0, boot
@@ -211,7 +211,7 @@ def test_second_server_on_the_same_data_dir_is_refused(brain_server: BrainServer
 
 def test_boot_process_refuses_a_data_dir_held_by_another_boot(brain_server: BrainServer) -> None:
     """Past the supervisor's early check (a race), the boot process's lock is the authority."""
-    boot = subprocess.run([sys.executable, "-m", "brain.actors.boot"],
+    boot = subprocess.run([sys.executable, "-m", "brain.actors.system.boot"],
                           env=boot_env(brain_server.data_dir, free_port()),
                           capture_output=True, text=True, timeout=60)
     assert boot.returncode != 0, boot

@@ -127,7 +127,7 @@ def test_actors_stop_with_exit_1_when_the_actor_system_dies(tmp_path: Path) -> N
     try:
         assert notify.recv(4096).startswith(b"READY=1"), actors.text()
         [boot] = [pid for pid in group_pids(actors.proc.pid)
-                  if b"brain.actors.boot" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+                  if b"brain.actors.system.boot" in Path(f"/proc/{pid}/cmdline").read_bytes()]
         os.kill(boot, signal.SIGKILL)  # (the admin's death is noticed the same way, but the
         # boot process then waits out its shutdown of an actor system that is gone)
         assert actors.proc.wait(timeout=60) == 1, actors.text()

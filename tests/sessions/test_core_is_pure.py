@@ -76,7 +76,7 @@ def test_the_check_sees_what_it_refuses(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from brain.journal import SessionReader, fold\n"
         "def read(p):\n"
-        "    from brain.actors.boot import main\n"
+        "    from brain.actors.system.boot import main\n"
         "    from brain.web.app import create_app\n"
         "    from brain.journal.projection_at import projection_at\n"
         "    return open(p).read()\n")
@@ -84,7 +84,7 @@ def test_the_check_sees_what_it_refuses(tmp_path: Path) -> None:
         "imports os, which reads the disk",
         "imports pathlib, which reads the disk",
         "imports brain.journal.reader, which opens a journal",
-        "imports brain.actors.boot, which is outside the pure core",
+        "imports brain.actors.system.boot, which is outside the pure core",
         "imports brain.web.app, which is outside the pure core",
         "imports brain.journal.projection_at, which opens a journal",
         "calls open()",

@@ -72,7 +72,7 @@ def ask_arm(asks: int, authenticated: bool) -> dict[str, float]:
 
     check_thespian()
     confine_thespian("127.0.0.1")
-    speed_up_message_path()  # as brain/actors/boot.py applies them
+    speed_up_message_path()  # as brain/actors/system/boot.py applies them
     if authenticated:
         from brain.actors.thespian.auth import authenticate_actor_messages
 

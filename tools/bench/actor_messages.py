@@ -158,7 +158,7 @@ def _apply_brain_patches() -> None:
 
     check_thespian()
     confine_thespian("127.0.0.1")
-    speed_up_message_path()  # as brain/actors/boot.py applies them
+    speed_up_message_path()  # as brain/actors/system/boot.py applies them
 
 
 def thespian_arm(messages: int, patched: bool) -> dict[str, float]:

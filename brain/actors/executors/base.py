@@ -15,7 +15,7 @@ session actor is told `Parked`, and the outcome goes to the registry instead, wh
 to whichever actor holds the session then, opening it again if its turn was suspended
 (brain/sessions/suspension.py). Exactly one of the two reaches the actor that sent the effect.
 An effect the session actor parked itself as it sent it (`park`: the grace is 0, or it saw the
-backlog; brain/actors/session/park_at_once.py) is the registry's from the start, with no `Parked`.
+backlog; brain/actors/park_at_once.py) is the registry's from the start, with no `Parked`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from brain.actors.registry.admission_board import BoardReader
-from brain.actors.session.bridge import BridgedActor
-from brain.actors.session.park_at_once import park_now
+from brain.actors.admission_board import BoardReader
+from brain.actors.bridge import BridgedActor
+from brain.actors.park_at_once import park_now
 from brain.actors.trace import TracedDispatcher
 from brain.actors.worker_threads import WorkerThreads
 from brain.effects import Outcome
@@ -72,7 +72,7 @@ class ExecutorActor(BridgedActor):
 
     def start_effect(self, msg: Any, sender: Any) -> None:
         cancel = threading.Event()
-        parked_by_sender = getattr(msg, "park", False)  # brain/actors/session/park_at_once.py
+        parked_by_sender = getattr(msg, "park", False)  # brain/actors/park_at_once.py
         if parked_by_sender:
             registry = self.services.get(REGISTRY_GLOBAL_NAME)
             if registry is None:  # handed out at boot, before any session exists

@@ -16,8 +16,8 @@ from typing import Any
 
 from brain.actors.executors.base import ExecutorActor
 from brain.actors.executors.messages_cache import MessagesCache
-from brain.actors.executors.providers import ProviderCache
-from brain.actors.session.park_at_once import model_runs_at_once
+from brain.actors.park_at_once import model_runs_at_once
+from brain.actors.providers import ProviderCache
 from brain.effects import Outcome
 from brain.live import LivePublisher
 from brain.protocol.effects import EffectDone, RunModelCall

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from brain.actors.executors.host_calls import HostCallingExecutor
-from brain.actors.session.park_at_once import tool_runs_at_once
+from brain.actors.park_at_once import tool_runs_at_once
 from brain.effects import Outcome
 from brain.protocol.effects import EffectDone, RunToolCall
 from brain.settings import Settings

@@ -19,8 +19,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from brain.actors.bridge import BridgedActor
 from brain.actors.executors.webhook_schedule import Backoff, after_attempt
-from brain.actors.session.bridge import BridgedActor
 from brain.actors.worker_threads import WorkerThreads
 from brain.net.webhook_post import AttemptResult, encode_body, post_webhook
 from brain.net.webhook_signature import secret_key

@@ -40,9 +40,9 @@ from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
 
+from brain.actors.admission_board import BoardWriter
 from brain.actors.convention import accepts_member
 from brain.actors.registry.admission import NEW_WORK, Backlog
-from brain.actors.registry.admission_board import BoardWriter
 from brain.actors.registry.admitted_starts import DeferredStarts
 from brain.actors.registry.forks import ForkForBacklog, PoolForks, configured_modules
 from brain.actors.registry.lost_effects import EFFECTS_HELD_BY
@@ -318,7 +318,7 @@ class Registry(PoolForks, TracedDispatcher):
 
     def _ask_for_reports(self) -> None:
         """Work waits for an actor: ask every actor that may hold an unreported release
-        (brain/actors/registry/release_report.py) to report it now rather than when its timer says.
+        (brain/actors/session/release_report.py) to report it now rather than when its timer says.
         One that is serving its session reports at that session's next release."""
         for slot in self._slots.values():
             if not slot.asked_to_report:

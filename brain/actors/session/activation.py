@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.actors.session.bridge import ThreadBridge
+from brain.actors.bridge import ThreadBridge
 from brain.actors.worker_threads import WorkerThreads
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import ActivationFinished

@@ -42,8 +42,9 @@ from typing import Any
 from thespian.actors import ActorExitRequest, WakeupMessage, WatchMessage
 
 from brain import errors
-from brain.actors.registry.admission_board import BoardReader
-from brain.actors.registry.release_report import ReleaseReports
+from brain.actors.admission_board import BoardReader
+from brain.actors.bridge import BridgedActor
+from brain.actors.park_at_once import ParkAtOnce
 from brain.actors.session.activation import (
     ActivationDone,
     PendingGuestCall,
@@ -51,14 +52,13 @@ from brain.actors.session.activation import (
     agentloop_runtime,
     start_activation,
 )
-from brain.actors.session.bridge import BridgedActor
 from brain.actors.session.deadline import monotonic_deadline
 from brain.actors.session.inline import InlineCalls
 from brain.actors.session.journal import COMMIT_FAILED, CommitFailed, JournalSide
 from brain.actors.session.kept_journal import KeptJournal
-from brain.actors.session.park_at_once import ParkAtOnce
 from brain.actors.session.pool_member import PoolMembership
 from brain.actors.session.priority import lower_own_priority
+from brain.actors.session.release_report import ReleaseReports
 from brain.actors.session.suspension import Suspension
 from brain.actors.thespian.proctitle import rename_actor_process
 from brain.damage_report import forget_damage

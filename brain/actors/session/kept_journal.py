@@ -3,7 +3,7 @@
 Under the default policy a session is released after every turn, and its next command (a few
 milliseconds later, the client's next message) usually comes back to the same actor: the
 registry forwards a session's commands to the actor whose release it has not heard of yet
-(brain/actors/registry/release_report.py), and a quiet pool hands out the actor that was freed
+(brain/actors/session/release_report.py), and a quiet pool hands out the actor that was freed
 last. Opening the
 journal again is a recovery: the checkpoint read, its history's CRC pass, the tail decoded and
 folded (~0.75 ms for a session of a hundred turns). The actor already knows all of that. So it

@@ -6,7 +6,7 @@ which carries out one session's steps, because this is the process's life across
 registry forks session actors ahead of need and hands each a session, then the next. Here the
 actor warms the Agentloop runtime while pooled, lets go of a session when the idle rule says so
 (nothing of it stays resident: reads never need this actor), and tells the registry it did, at
-once or a little later (brain/actors/registry/release_report.py).
+once or a little later (brain/actors/session/release_report.py).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import logging
 import time
 from typing import Any
 
-from brain.actors.registry.admission_board import BoardReader
-from brain.actors.registry.release_report import ReleaseReports
+from brain.actors.admission_board import BoardReader
 from brain.actors.session.activation import agentloop_runtime
 from brain.actors.session.kept_journal import keep
+from brain.actors.session.release_report import ReleaseReports
 from brain.actors.thespian.proctitle import rename_actor_process
 from brain.protocol.messages import Delivered, ReleaseMe, ReportRelease, Warmed, WarmUp
 
@@ -76,7 +76,7 @@ class PoolMembership:
             self._report_after(0.0)
 
     def release(self, release: ReleaseMe) -> None:
-        """Let go of the session at once; say so soon (brain/actors/registry/release_report.py):
+        """Let go of the session at once; say so soon (brain/actors/session/release_report.py):
         until then the registry keeps sending the session's commands here, where it opens again.
         A suspension is said at once: the registry keeps the turn until its outcome comes."""
         actor = self._actor

@@ -11,7 +11,7 @@ A registry serving a fleet holds a socket to every pooled session actor, executo
 worker, and passes its loop several times per message: in the profile of 400 sessions waiting
 on their models, the walk was about a quarter of the registry's CPU.
 
-So, in actor processes (`brain.actors.boot`, whose forks inherit it):
+So, in actor processes (`brain.actors.system.boot`, whose forks inherit it):
 - `IPActorAddress.__hash__` keeps the hash it computed on the address. The fields it hashes are
   set when the address is made and never change; the kept value is dropped when the address is
   pickled, since a string's hash differs from process to process.

@@ -13,7 +13,8 @@ the behaviour Thespian relies on: a descriptor that is not open makes `select` r
 `OSError(EBADF)` (epoll raised it at registration; poll reports POLLNVAL), which Thespian
 handles by dropping the bad watch; a hang-up or error reads as ready, as selectors reports it.
 
-Only actor processes take it (`brain.actors.boot`, whose forks inherit it): a gevent web worker
+Only actor processes take it (`brain.actors.system.boot`, whose forks inherit it): a gevent web
+worker
 waits through gevent's own selector, which this must not replace.
 """
 

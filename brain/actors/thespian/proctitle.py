@@ -1,7 +1,7 @@
 """Names for Brain's actor processes in `ps`, in the manner of gunicorn's `gunicorn: worker`.
 
 Every actor process is a fork of the boot process, so without this they all show as
-`python -m brain.actors.boot`. Thespian already retitles each process it starts (admin,
+`python -m brain.actors.system.boot`. Thespian already retitles each process it starts (admin,
 logger, every actor) through its `setProcName`; Brain replaces that function, before the
 admin is forked, with one that writes `brain: actor system`, `brain: registry`,
 `brain: model executor`, ... A session actor adds its session id once it learns it.

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from brain.actors.executors.providers import ProviderCache
-from brain.actors.registry.admission_board import BoardReader
+from brain.actors.admission_board import BoardReader
+from brain.actors.providers import ProviderCache
 from brain.protocol.effects import Parked, RunModelCall, RunToolCall
 from brain.tools.builtins import INSTANT_BUILTINS
 

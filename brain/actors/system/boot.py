@@ -1,4 +1,4 @@
-"""The actor-system process: `python -m brain.actors.boot`.
+"""The actor-system process: `python -m brain.actors.system.boot`.
 
 Started by `brain serve` as a plain (non-gevent) process, so that the Thespian admin is forked
 from here and never from a gunicorn worker or master (stack hazard 1). It creates the
@@ -120,10 +120,10 @@ def start_shared_actors(asys: object, supervisor_name: str, registry_name: str
     The supervisor creates each with its global name, so the admin owns it (were a session
     actor, released after each turn, its parent, its release would kill it under every other
     session's feet), and Thespian tells the supervisor when it exits: it then replaces it and
-    settles what it held (brain/actors/actor_supervisor.py). Answered with every real address;
+    settles what it held (brain/actors/system/supervisor.py). Answered with every real address;
     the registry and the executors have theirs before this returns.
     """
-    from brain.actors.actor_supervisor import ActorSupervisor
+    from brain.actors.system.supervisor import ActorSupervisor
 
     supervisor = asys.createActor(ActorSupervisor,  # type: ignore[attr-defined]
                                   globalName=supervisor_name)

@@ -88,7 +88,7 @@ def run_web(gunicorn_config: str | None) -> int:
     os.environ["BRAIN_ACTOR_PORT"] = str(record.actor_port)
     os.environ["BRAIN_BOOT_ID"] = record.identity.rpartition(" boot=")[2]
     sys.stdout.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "gunicorn", "-c", config,
+    os.execv(sys.executable, [sys.executable, "-P", "-m", "gunicorn", "-c", config,
                               "brain.web.wsgi:application"])
     return 1  # not reached
 

@@ -148,8 +148,10 @@ class Supervisor:
     def _start(self, env: dict[str, str]) -> int | None:
         """The actor system, then (with the web tier) gunicorn; None once all answer, else
         the exit code."""
-        self.boot = subprocess.Popen([sys.executable, "-m", "brain.actors.system.boot"], env=env,
-                                     stdout=subprocess.PIPE, preexec_fn=_child_setup)
+        # -P: nothing from the working directory shadows the installed Brain (a folder named
+        # `brain` there, such as a clone of it, would otherwise be imported instead).
+        self.boot = subprocess.Popen([sys.executable, "-P", "-m", "brain.actors.system.boot"],
+                                     env=env, stdout=subprocess.PIPE, preexec_fn=_child_setup)
         actor_port = self._wait_ready(self.boot)
         if actor_port is None:
             return self._boot_failure()
@@ -166,7 +168,7 @@ class Supervisor:
             return None
         env["BRAIN_ACTOR_PORT"] = str(actor_port)  # chosen by the boot process if unset
         self.web = subprocess.Popen(
-            [sys.executable, "-m", "brain.web.gunicorn_main", "-c", self.gunicorn_config,
+            [sys.executable, "-P", "-m", "brain.web.gunicorn_main", "-c", self.gunicorn_config,
              "brain.web.wsgi:application"], env=env, preexec_fn=_child_setup)
         if not self._wait_answering():
             return 0 if self.stopping else 1

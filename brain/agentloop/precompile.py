@@ -96,7 +96,7 @@ def precompile_in_child(paths: list[str], cache_dir: Path, timeout: float = 600.
     wanted = needs_compiling(paths, cache_dir)
     if not wanted:
         return ""
-    done = subprocess.run([sys.executable, "-m", "brain.agentloop.precompile", "--cache-dir",
+    done = subprocess.run([sys.executable, "-P", "-m", "brain.agentloop.precompile", "--cache-dir",
                            str(cache_dir), *wanted], capture_output=True, text=True,
                           timeout=timeout)
     return (done.stdout + done.stderr).strip()

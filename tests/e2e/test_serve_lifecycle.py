@@ -160,3 +160,28 @@ def test_actor_system_stops_without_waiting_for_a_lost_shutdown_reply(tmp_path: 
     # A lost reply costs Thespian's full 10 s wait; a normal stop takes 1.5-2 s, more on a
     # loaded machine. 8 s still tells the two apart.
     assert max(took) < 8.0, took
+
+
+def test_a_folder_named_brain_in_the_working_directory_shadows_nothing(tmp_path: Path) -> None:
+    """`brain serve` started next to a folder named `brain` (a clone of Brain's repository, say)
+    still runs the installed Brain in every process it starts: they are started with `-P`, so
+    the working directory is not searched for modules first."""
+    work = tmp_path / "work"
+    (work / "brain").mkdir(parents=True)
+    (work / "brain" / "__init__.py").write_text("raise ImportError('the wrong brain')\n")
+    server = ConsoleScriptServer(tmp_path / "data", cwd=work)
+    try:
+        server.start()
+        sid = server.create_session()["id"]
+        assert server.send(sid, "hello")["status"] == "ended"
+        assert "the wrong brain" not in server.log()
+    finally:
+        server.kill()
+
+
+class ConsoleScriptServer(BrainServer):
+    """Started as a user starts it: the `brain` console script, which (unlike `python -m`)
+    does not search the working directory for modules itself."""
+
+    def command(self) -> list[str]:
+        return [str(Path(sys.executable).with_name("brain")), "serve", *self.serve_args]

@@ -146,7 +146,7 @@ class ReplaysResource:
     def _run(self, args: list[str]) -> dict[str, Any]:
         max_secs = self.settings.max_turn_secs
         try:
-            done = subprocess.run([sys.executable, "-m", "brain.cli", "replay", *args],
+            done = subprocess.run([sys.executable, "-P", "-m", "brain.cli", "replay", *args],
                                   capture_output=True, text=True, stdin=subprocess.DEVNULL,
                                   timeout=max_secs + REPLAY_MARGIN_SECS if max_secs else None)
         except subprocess.TimeoutExpired:

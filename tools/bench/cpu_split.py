@@ -1,7 +1,7 @@
 """CPU per turn of each of Brain's processes: where a turn's cost goes, by role.
 
-Usage: python -m tools.bench.cpu_split [--arm text|tools] [--turns 150] [--sessions 1]
-                                       [--agentloop FILE.wasm]
+Usage: python -m tools.bench.cpu_split [--arm text|tools|slow] [--turns 150] [--sessions 1]
+                                       [--delay-ms 500] [--agentloop FILE.wasm]
 
 Starts a real `brain serve` with the compare's scripted models (tools/bench/workload.py), runs a
 warm-up (with several sessions, as the compare does: until the warm pool has grown to the
@@ -13,7 +13,9 @@ total is a floor. The CPU of each process is summed by role (its `brain: <role>`
 session actor's id is dropped) and divided by the turns; the client's own CPU (this process, the
 HTTP client) is shown apart. `--agentloop` runs the sessions on that Agentloop (a C module or a
 Python component, e.g. one `brain agentloop build` made) instead of the default, so the two
-kinds' turns can be split the same way.
+kinds' turns can be split the same way. `--arm slow` runs the text turn on a model that answers
+after `--delay-ms` (default 500): the turn waits, so its session actor parks it and takes it up
+again, which is what a turn costs where models answer in seconds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, own_cpu_seconds, percentile
 from tools.bench.sampling import PeriodicSampler
 from tools.bench.turns import concurrent_turns, sequential_turns, settle
-from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
+from tools.bench.workload import SLOW_MODEL, TEXT_MODEL, TOOL_MODEL, brain_config
 
 SAMPLE_SECS = 0.02
 BENCH_LOOP = "measured"  # the configured name of an Agentloop given with --agentloop
@@ -110,7 +112,8 @@ class CpuSampler(PeriodicSampler):
 def measure(server: BrainServer, arm: str, turns: int, sessions: int,
             agentloop: str | None = None, label: str | None = None) -> None:
     """`agentloop` is the configured name the sessions use; `label` names it in the output."""
-    model, tools = (TEXT_MODEL, []) if arm == "text" else (TOOL_MODEL, ["echo"])
+    model, tools = {"text": (TEXT_MODEL, []), "slow": (SLOW_MODEL, []),
+                    "tools": (TOOL_MODEL, ["echo"])}[arm]
     chosen = {} if agentloop is None else {"agentloop": agentloop}
     ids = [server.create_session(model=model, tools=tools, **chosen)["id"]
            for _ in range(sessions)]
@@ -148,7 +151,9 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arm", choices=("text", "tools"), default="text")
+    parser.add_argument("--arm", choices=("text", "tools", "slow"), default="text")
+    parser.add_argument("--delay-ms", type=int, default=500,
+                        help="the slow arm's model answers after this many ms")
     parser.add_argument("--turns", type=int, default=150)
     parser.add_argument("--sessions", type=int, default=1)
     parser.add_argument("--agentloop", metavar="FILE.wasm",
@@ -157,7 +162,7 @@ def main() -> None:
                         help="a setting for the server (BRAIN_* are not passed through)")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
-    config = brain_config()
+    config = brain_config(args.delay_ms)
     if args.agentloop:
         path = os.path.abspath(args.agentloop)
         config += f'\n[agentloops.{BENCH_LOOP}]\npath = "{path}"\n'

@@ -1,6 +1,6 @@
 """A fleet waiting on its models: many sessions whose turns spend seconds on a slow model.
 
-Usage: python -m tools.bench.fleet [--workload n1000|n400|submit5000 ...] [--quick]
+Usage: python -m tools.bench.fleet [--workload n1000|n400|submit5000|small ...] [--quick]
                                    [--sessions N] [--turns K] [--delay-ms D] [--warm-up W]
                                    [--no-peer] [--peer-durability async|sync|exit]
                                    [--env NAME=VALUE ...] [--json]
@@ -13,7 +13,7 @@ answers when the turn ended), all N at once, and the model answers every call af
 the compare's 512-byte answer (tools/bench/workload.py: the `bench_slow` scripted model with
 `delay_ms = D`). No server can do better than K x D: that is the ideal wall time.
 
-Workloads (`--workload`, repeatable; default all three in this order; `--sessions`, `--turns`
+Workloads (`--workload`, repeatable; default all four in this order; `--sessions`, `--turns`
 and `--delay-ms` override a preset's N, K and D):
 - `n1000`: N=1000, K=2, D=2000 ms, sync sends. Targets: 0 errors, Brain turns/s >= 1.5x the
   LangGraph arm's, (peak PSS - idle PSS) / N <= 1 MiB per waiting turn.
@@ -22,6 +22,9 @@ and `--delay-ms` override a preset's N, K and D):
 - `submit5000`: N=5000, K=1, D=10000 ms, submitted (`Prefer: respond-async`, answered 202 with
   a receipt once `turn_started` is durable). Targets: every 202 within 1 s, 0 errors, all 5000
   turns ended. No LangGraph arm.
+- `small`: N=100, K=2, D=500 ms, sync sends, on a server just started (no warm-up run: the
+  session pool's growth is part of what a small team pays). Targets: Brain turns/s >= 1.0x
+  the LangGraph arm's, and server CPU per turn <= 1.0x LangGraph's process CPU per turn.
 `--quick` runs instead a smoke check of both arms (N=50, K=1, D=1000 ms) and a 50-session
 submit; its numbers judge nothing. Each target line says PASS or MISS, as compare.py's do.
 
@@ -217,13 +220,27 @@ def targets(w: Workload, brain: ArmResult, peer: ArmResult | None) -> list[str]:
         out.append(line("web CPU per 202 / per GET /healthz",
                         f"{over(burst['web_cpu_ms_each'], floor['web_cpu_ms_each']):.2f}x",
                         "none", "INFO"))
+    if name == "small":
+        ratio = (brain.turns_per_sec / peer.turns_per_sec
+                 if peer and peer.turns_per_sec > 0 else float("nan"))
+        out.append(line("turns/s Brain / LangGraph, from a server just started", f"{ratio:.2f}x",
+                        ">= 1.0", verdict(ratio, 1.0, True)))
     if peer is not None:
         ratio = brain.turns_per_sec / peer.turns_per_sec if peer.turns_per_sec else float("nan")
         out.append(line("turns/s Brain / LangGraph", f"{ratio:.2f}x", "none", "INFO"))
+        mine, theirs = cpu_ms_per_turn(brain), cpu_ms_per_turn(peer)
+        out.append(line(f"CPU per ok turn, Brain's server / LangGraph's process ({mine:.2f} / "
+                        f"{theirs:.2f} ms){note}", f"{over(mine, theirs):.2f}x", "<= 1.0",
+                        verdict(over(mine, theirs), 1.0, False)))
         pss = brain.peak_pss_kib / peer.peak_pss_kib if peer.peak_pss_kib else float("nan")
         out.append(line("peak PSS Brain (whole server) / LangGraph", f"{pss:.2f}x", "none",
                         "INFO"))
     return out
+
+
+def cpu_ms_per_turn(arm: ArmResult) -> float:
+    """The arm's CPU (Brain: every process of the server; LangGraph: its process) per ok turn."""
+    return arm.cpu_secs * 1000 / arm.ok if arm.ok else float("nan")
 
 
 def over(value: float, baseline: float) -> float:

@@ -58,6 +58,7 @@ PRESETS = {
     "n1000": Workload("n1000", 1000, 2, 2000),
     "n400": Workload("n400", 400, 2, 2000),
     "submit5000": Workload("submit5000", 5000, 1, 10000, submit=True, peer=False),
+    "small": Workload("small", 100, 2, 500, warm_up=0),
 }
 QUICK = (Workload("quick", 50, 1, 1000),
          Workload("quick-submit", 50, 1, 1000, submit=True, peer=False))

@@ -15,7 +15,7 @@ rounds:
   to another process.
 - `thespian`: two actors of a `multiprocTCPBase` system, as Thespian 4.0.1 ships.
 - `brain`: the same with the patches Brain's actor processes apply at start
-  (docs/thespian-patches.md).
+  (docs/thespian-patches.md), frame signing included (one secret, made for the run).
 The message is the `EffectDone` an executor sends for a text turn (a 512-byte model answer).
 Measured: the CPU (user + system, `/proc/PID/stat`) of the two processes that exchange the
 messages, divided by the messages; and wall time per message. Kernel work on loopback is in the
@@ -152,6 +152,7 @@ class Player(Actor):
 
 
 def _apply_brain_patches() -> None:
+    from brain.actors.thespian.auth import authenticate_actor_messages
     from brain.actors.thespian.confine import confine_thespian
     from brain.actors.thespian.fit import check_thespian
     from brain.actors.thespian.speedups import speed_up_message_path
@@ -159,6 +160,7 @@ def _apply_brain_patches() -> None:
     check_thespian()
     confine_thespian("127.0.0.1")
     speed_up_message_path()  # as brain/actors/system/boot.py applies them
+    authenticate_actor_messages(os.urandom(32))  # every frame signed and checked, as in Brain
 
 
 def thespian_arm(messages: int, patched: bool) -> dict[str, float]:

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import httpx
 
 from brain.client.async_api import AsyncTransport
-from brain.client.errors import BrainAPIError, TransportError, api_error
+from brain.client.errors import BrainAPIError, TransportError
 from brain.client.shapes import Event, ModelDelta
-from brain.client.stream_state import StreamState
+from brain.client.stream_state import CONNECT, ITEM, STOP, StreamState
 
 
 class AsyncEventStream:
@@ -57,18 +57,17 @@ class AsyncEventStream:
         state = self._state
         while True:
             self._transport.check_open()
-            if state.closed:
-                raise StopAsyncIteration
-            if state.pending:
+            step = state.next_step(connected=self._chunks is not None)
+            if step == ITEM:
                 return state.pending.popleft()
-            if state.ended:
+            if step == STOP:
                 await self.aclose()
                 raise StopAsyncIteration
-            if self._chunks is None:
+            if step == CONNECT:
                 await self._connect()
                 continue
             try:
-                chunk = await self._chunks.__anext__()
+                chunk = await self._chunks.__anext__()  # type: ignore[union-attr]
             except StopAsyncIteration:
                 await self._drop(None)
                 continue
@@ -119,21 +118,21 @@ class AsyncEventStream:
         except TransportError as exc:
             state.unreachable(exc)
             return
+        body = b""
         if response.status_code != 200:
             try:
                 body = await response.aread()
             except (httpx.HTTPError, OSError):
-                body = b""
-            await response.aclose()
-            state.refused(response.status_code, api_error(
-                response.status_code, body, {k.lower(): v for k, v in response.headers.items()}))
-            return
-        if state.closed:
-            await response.aclose()
-            return
-        self._response = response
-        self._chunks = response.aiter_raw()
-        state.connected()
+                pass
+        keep = False
+        try:
+            keep = state.answered(response.status_code,
+                                  {k.lower(): v for k, v in response.headers.items()}, body)
+        finally:
+            if keep:
+                self._response, self._chunks = response, response.aiter_raw()
+            else:
+                await response.aclose()
 
     async def _drop(self, error: BaseException | None) -> None:
         await self._release()

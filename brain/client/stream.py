@@ -13,9 +13,9 @@ from __future__ import annotations
 import http.client
 import threading
 
-from brain.client.errors import BrainAPIError, TransportError, api_error
+from brain.client.errors import BrainAPIError, TransportError
 from brain.client.shapes import Event, ModelDelta
-from brain.client.stream_state import StreamState
+from brain.client.stream_state import CONNECT, ITEM, STOP, StreamState
 from brain.client.transport import StreamConnection, Transport
 
 
@@ -59,18 +59,17 @@ class EventStream:
         state = self._state
         while True:
             self._transport.check_open()
-            if state.closed:
-                raise StopIteration
-            if state.pending:
+            step = state.next_step(connected=self._conn is not None)
+            if step == ITEM:
                 return state.pending.popleft()
-            if state.ended:
+            if step == STOP:
                 self.close()
                 raise StopIteration
-            if self._conn is None:
+            if step == CONNECT:
                 self._connect()
                 continue
             try:
-                line = self._conn.readline()
+                line = self._conn.readline()  # type: ignore[union-attr]
             except Exception as exc:
                 if state.closed:
                     # close() from another thread shut the connection under this read;
@@ -126,16 +125,15 @@ class EventStream:
         except TransportError as exc:
             state.unreachable(exc)
             return
-        if conn.status != 200:
-            body = conn.read_all()
-            conn.close()
-            state.refused(conn.status, api_error(conn.status, body, conn.headers))
-            return
-        if state.closed:
-            conn.close()
-            return
-        self._conn = conn
-        state.connected()
+        keep = False
+        try:
+            keep = state.answered(conn.status, conn.headers,
+                                  conn.read_all() if conn.status != 200 else b"")
+        finally:
+            if keep:
+                self._conn = conn
+            else:
+                conn.close()
 
     def _drop(self, error: BaseException | None) -> None:
         conn, self._conn = self._conn, None

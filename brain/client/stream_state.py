@@ -30,6 +30,8 @@ from brain.protocol.records import SESSION_ENDED
 
 END_KINDS = frozenset({SESSION_ENDED})
 MAX_BACKOFF_SECS = 5.0
+ITEM, STOP, CONNECT, READ = "item", "stop", "connect", "read"
+"""What a stream does next (StreamState.next_step): hand over an item, stop, connect, read."""
 
 
 class StreamState:
@@ -49,6 +51,15 @@ class StreamState:
         self.ended = False
         self.closed = False
         self.reconnects = 0
+
+    def next_step(self, connected: bool) -> str:
+        """ITEM: hand over `pending[0]`; STOP: close and end the iteration (closed, or ended
+        with nothing pending); CONNECT when no connection is open; READ from it otherwise."""
+        if self.closed or (self.ended and not self.pending):
+            return STOP
+        if self.pending:
+            return ITEM
+        return READ if connected else CONNECT
 
     def pause_before_connect(self) -> float | None:
         """Seconds to wait before the next connection attempt (None for the first, or after
@@ -84,6 +95,18 @@ class StreamState:
             self.fail(error)
             return
         raise error
+
+    def answered(self, status: int, headers: dict[str, str], body: bytes) -> bool:
+        """A connection attempt was answered `status` (`body`: a refusal's, else unread): True
+        when the connection is now the stream's; else the caller closes it (and this raised the
+        refusal, ended the stream or counted a failure)."""
+        if status != 200:
+            self.refused(status, api_error(status, body, headers))
+            return False
+        if self.closed:
+            return False
+        self.connected()
+        return True
 
     def connected(self) -> None:
         """A connection answered 200 and is now the stream's."""

@@ -25,19 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from brain.client.async_api import AsyncApi, AsyncTransport
-from brain.client.errors import BrainAPIError, BrainClientError
+from brain.client.errors import BrainClientError
 from brain.client.host import HostCall, set_task_call
 from brain.client.host_answers import log_unposted
 from brain.client.host_loop import (
     BRAIN_CANCELLED,
     SERVER_STOPPED,
-    HostLoop,
+    HostServerBase,
     Job,
     answer_call,
     cancelled_answer,
@@ -73,33 +72,19 @@ def runs_on_loop(handler: Any) -> bool:
         (callable(handler) and inspect.iscoroutinefunction(type(handler).__call__))
 
 
-class AsyncHostServer:
+class AsyncHostServer(HostServerBase):
     """A running asyncio host: see `AsyncBrain.serve_host`. Stop it with `await aclose()`,
     `async with`, or by closing its client."""
 
     def __init__(self, brain: HostingClient, tools: Mapping[str, AsyncToolHandler] | None = None,
                  environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
                  max_concurrency: int = 16) -> None:
-        self.host_id = f"py-{secrets.token_hex(8)}"
-        self._loop = HostLoop(self.host_id, tools, environments, wait_secs, max_concurrency)
-        self.tools, self.environments = self._loop.tools, self._loop.environments
-        self.brain = brain
-        self.wait_secs = wait_secs
-        self.max_concurrency = max_concurrency
+        super().__init__(brain, tools, environments, wait_secs, max_concurrency)
         self._api = AsyncApi(brain._new_transport(max_idle=2))
         self._running: dict[str, _Running] = {}
         self._stopping = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._closed = False
-
-    def __repr__(self) -> str:
-        return f"<AsyncHostServer {self.host_id} tools={sorted(self.tools)} " \
-               f"environments={sorted(self.environments)}>"
-
-    @property
-    def error(self) -> BrainAPIError | None:
-        """Brain's refusal to serve this host (a name that is not a configured host part)."""
-        return self._loop.error
 
     def start(self) -> Self:
         """Start polling from a task on the running event loop."""

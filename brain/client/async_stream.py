@@ -9,46 +9,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
 from brain.client.async_api import AsyncTransport
 from brain.client.errors import BrainAPIError, TransportError
 from brain.client.shapes import Event, ModelDelta
-from brain.client.stream_state import CONNECT, ITEM, STOP, StreamState
+from brain.client.stream_state import CONNECT, ITEM, STOP, StreamBase
 
 
-class AsyncEventStream:
+class AsyncEventStream(StreamBase[AsyncTransport]):
     """An async iterator of Event (and ModelDelta when asked); `async with` it or `aclose()`."""
 
-    def __init__(self, transport: AsyncTransport, path: str, *, after: int = 0,
-                 deltas: bool = False, timeout: float | None = None, max_reconnects: int = 5,
-                 backoff_secs: float = 0.2) -> None:
-        self._transport = transport
-        self._path = path
-        self._timeout = timeout
-        self._state = StreamState(after=after, deltas=deltas, max_reconnects=max_reconnects,
-                                  backoff_secs=backoff_secs)
+    def __init__(self, transport: AsyncTransport, path: str, **options: Any) -> None:
+        super().__init__(transport, path, **options)
         self._response: httpx.Response | None = None
         self._chunks: AsyncIterator[bytes] | None = None
 
     async def connect(self) -> AsyncEventStream:
         """Open the stream now: when this returns the server has subscribed it."""
-        self._transport.check_open()
-        state = self._state
-        if self._response is None and not state.closed and not state.connected_once:
+        if self._first_connection_due():
             await self._connect()
         return self
-
-    @property
-    def cursor(self) -> int:
-        """The sequence of the last committed Event delivered (or the starting cursor)."""
-        return self._state.cursor
-
-    @property
-    def reconnects(self) -> int:
-        """How many times the stream connected again after its first connection."""
-        return self._state.reconnects
 
     def __aiter__(self) -> AsyncEventStream:
         return self

@@ -18,7 +18,6 @@ with `child.send(text, signal=context.signal)` (docs/concepts.md, "Effects"; doc
 from __future__ import annotations
 
 import contextvars
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -26,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brain.client.api import Api
-from brain.client.errors import BrainAPIError, BrainClientError
+from brain.client.errors import BrainClientError
 from brain.client.host_answers import log_unposted
 from brain.client.host_loop import (
     BRAIN_CANCELLED,
     SERVER_STOPPED,
-    HostLoop,
+    HostServerBase,
     answer_call,
     log,
 )
@@ -91,33 +90,19 @@ def set_task_call(call: HostCall | None) -> contextvars.Token[HostCall | None]:
     return _current_in_task.set(call)
 
 
-class HostServer:
+class HostServer(HostServerBase):
     """A running host: see `Brain.serve_host`. Stop it with `stop()` or by closing the client."""
 
     def __init__(self, brain: SessionsClient, tools: Mapping[str, ToolHandler] | None = None,
                  environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
                  max_concurrency: int = 16) -> None:
-        self.host_id = f"py-{secrets.token_hex(8)}"
-        self._loop = HostLoop(self.host_id, tools, environments, wait_secs, max_concurrency)
-        self.tools, self.environments = self._loop.tools, self._loop.environments
-        self.brain = brain
-        self.wait_secs = wait_secs
-        self.max_concurrency = max_concurrency
+        super().__init__(brain, tools, environments, wait_secs, max_concurrency)
         self._api = Api(brain._new_transport(max_idle=2))
         self._lock = threading.Lock()
         self._running: dict[str, HostCall] = {}
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._poll_forever, daemon=True,
                                         name=f"brain-host-{self.host_id}")
-
-    def __repr__(self) -> str:
-        return f"<HostServer {self.host_id} tools={sorted(self.tools)} " \
-               f"environments={sorted(self.environments)}>"
-
-    @property
-    def error(self) -> BrainAPIError | None:
-        """Brain's refusal to serve this host (a name that is not a configured host part)."""
-        return self._loop.error
 
     def start(self) -> HostServer:
         self._thread.start()

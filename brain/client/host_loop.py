@@ -12,6 +12,7 @@ Nothing here does I/O, so the rules are tested without threads, tasks or a serve
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,29 @@ class HostLoop:
         if method is None:
             return missing_op_answer(call.name, call.op)
         return Job(call, method, (call.request or {},) if call.op in REQUEST_OPS else ())
+
+
+class HostServerBase:
+    """What both host servers hold alike: the client that serves, what it serves, the loop."""
+
+    def __init__(self, brain: Any, tools: Mapping[str, Any] | None,
+                 environments: Mapping[str, Any] | None, wait_secs: float,
+                 max_concurrency: int) -> None:
+        self.host_id = f"py-{secrets.token_hex(8)}"
+        self._loop = HostLoop(self.host_id, tools, environments, wait_secs, max_concurrency)
+        self.tools, self.environments = self._loop.tools, self._loop.environments
+        self.brain = brain
+        self.wait_secs = wait_secs
+        self.max_concurrency = max_concurrency
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.host_id} tools={sorted(self.tools)} " \
+               f"environments={sorted(self.environments)}>"
+
+    @property
+    def error(self) -> BrainAPIError | None:
+        """Brain's refusal to serve this host (a name that is not a configured host part)."""
+        return self._loop.error
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from brain.client.errors import (
     BrainAPIError,
@@ -140,6 +140,42 @@ class StreamState:
                 if item.kind in END_KINDS:
                     self.ended = True
             self.pending.append(item)
+
+
+class Opener(Protocol):
+    def check_open(self) -> None: ...
+
+
+TransportT = TypeVar("TransportT", bound=Opener)
+
+
+class StreamBase(Generic[TransportT]):
+    """What the sync and the asyncio stream hold alike: the transport, the path, the per-read
+    timeout and the StreamState that decides everything."""
+
+    def __init__(self, transport: TransportT, path: str, *, after: int = 0,
+                 deltas: bool = False, timeout: float | None = None, max_reconnects: int = 5,
+                 backoff_secs: float = 0.2) -> None:
+        self._transport = transport
+        self._path = path
+        self._timeout = timeout
+        self._state = StreamState(after=after, deltas=deltas, max_reconnects=max_reconnects,
+                                  backoff_secs=backoff_secs)
+
+    @property
+    def cursor(self) -> int:
+        """The sequence of the last committed Event delivered (or the starting cursor)."""
+        return self._state.cursor
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the stream connected again after its first connection."""
+        return self._state.reconnects
+
+    def _first_connection_due(self) -> bool:
+        """`connect()` opens the first connection, once, and only on an open client."""
+        self._transport.check_open()
+        return not self._state.closed and not self._state.connected_once
 
 
 def decode_message(message: SseEvent, cursor: int, deltas: bool) -> Event | ModelDelta | None:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from brain.client.errors import ClientClosed, RequestTimeout, TransportError
+from brain.client.errors import ClientClosed
 from brain.client.routes import (  # noqa: F401 (Response, Timeouts, quote_segment: their old home)
     Response,
     Timeouts,
@@ -216,9 +216,10 @@ class Transport:
             self._release_stream(conn, sock)
             if self._closed:
                 raise ClientClosed("the client was closed") from None
-            error = RequestTimeout if isinstance(exc, TimeoutError) else TransportError
-            raise error(f"GET {target}: stream failed during {phase}: {exc!r}",
-                        maybe_applied=False) from exc
+            error = lost(f"GET {target} (stream)", phase=phase, key=None, wait=wait,
+                         timed_out=isinstance(exc, TimeoutError), cause=exc)
+            error.maybe_applied = False  # a GET changes nothing
+            raise error from exc
         except BaseException:
             self._release_stream(conn, sock)
             raise

@@ -26,7 +26,8 @@ from brain.client.routes import CreateFields
 
 
 class AsyncBrain(ClientBase[AsyncApi, AsyncSession]):
-    """The sync `Brain`'s options, with the same meaning (see Timeouts)."""
+    """The sync `Brain`, awaited: the same options (client_base.py), calls and answers, run by
+    the asyncio shell over the same requests (routes.py)."""
 
     transport_class = AsyncTransport
     api_class = AsyncApi

@@ -131,3 +131,21 @@ def test_the_host_loop_plans_each_call_and_its_answers() -> None:
     assert not isinstance(setup, dict) and setup.args == ()
     assert setup.returned(None) == {"result": {}}
     assert "error" in loop.job(call("environment", "e", "read"))  # no read method
+
+
+def test_the_stream_state_decides_each_step_and_each_answer() -> None:
+    from brain.client.errors import Unauthorized
+    from brain.client.stream_state import CONNECT, ITEM, READ, STOP, StreamState
+
+    state = StreamState(after=0, deltas=False, max_reconnects=1, backoff_secs=0.1)
+    assert state.next_step(connected=False) == CONNECT
+    with pytest.raises(Unauthorized):  # the first connection's refusal is raised, not retried
+        state.answered(401, {}, b'{"error": {"code": "unauthorized", "message": "m"}}')
+    assert state.answered(200, {}, b"") and state.next_step(connected=True) == READ
+    state.feed(b'id: 1\nevent: session_created\ndata: {"sequence": 1, "kind": '
+               b'"session_created", "data": {}}\n\n')
+    assert state.next_step(connected=True) == ITEM and state.pending.popleft().sequence == 1
+    state.dropped(None)
+    assert state.pause_before_connect() == 0.1
+    assert not state.answered(404, {}, b"")  # deleted while away: the stream is over
+    assert state.next_step(connected=False) == STOP

@@ -240,3 +240,66 @@ def test_a_host_tool_answers_the_turn(shell: Shell) -> None:
     assert (call.kind, call.name, call.session_id) == ("tool", "hosted", session.id)
     assert call.brain is shell.brain
     assert host.error is None and not host.running
+
+
+class Remote:
+    """A host Environment whose ops are plain methods: served alike by both host servers."""
+
+    def __init__(self) -> None:
+        self.ops: list[Any] = []
+
+    def setup(self) -> dict[str, Any]:
+        self.ops.append("setup")
+        return {"ready": True}
+
+    def exec(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.ops.append(("exec", request["argv"]))
+        return {"exit_code": 0, "stdout": "Hosted\n", "stderr": "", "truncated": False}
+
+    def detach(self) -> None:
+        self.ops.append("detach")
+
+    def teardown(self) -> dict[str, Any]:
+        self.ops.append("teardown")
+        return {"removed": True}
+
+
+def test_a_host_environment_lives_with_its_session(shell: Shell) -> None:
+    remote = Remote()
+    host = shell(shell.brain.serve_host(environments={"remote": remote}, wait_secs=2))
+    try:
+        session = shell(shell.brain.create_session(model="shellcaller", tools=["remote_shell"],
+                                                   environments=["remote"]))
+        result = shell(session.send("run it"))
+        assert result.status == "ended" and "Hosted" in result.output
+        assert shell(session.end()).status == "ended"
+        shell(session.delete())
+    finally:
+        assert shell.stop(host)
+    assert remote.ops == ["setup", ("exec", ["uname"]), "detach", "teardown"]
+
+
+def test_interrupting_a_submitted_turn(shell: Shell, server: BrainServer) -> None:
+    session = shell(shell.brain.create_session(model="slow"))
+    receipt = shell(session.submit("take your time"))
+    wait_for(lambda: "model_call_started" in kinds(server, session.id), timeout=15,
+             what="model call")
+    answer = shell(session.interrupt(idempotency_key=f"stop-{session.id}"))
+    assert answer.requested and answer.session_id == session.id
+    stream = shell(session.follow(receipt.sequence - 1))
+    try:
+        seen = shell.items(stream, until="turn_failed")
+    finally:
+        shell(stream.close() if shell.loop is None else stream.aclose())
+    assert seen[-1].data["error"]["code"] == "cancelled"
+    assert shell(session.refresh()).status == "idle"
+
+
+def test_a_stream_ends_after_session_ended_and_a_wrong_id_fails_at_once(shell: Shell) -> None:
+    session = shell(shell.brain.create_session())
+    shell(session.send("hi"))
+    shell(session.end())
+    seen = shell.items(shell(session.follow(0)))  # ends by itself
+    assert seen[-1].kind == "session_ended" and seen[0].sequence == 1
+    with pytest.raises(NotFound):
+        shell(shell(shell.brain.session("0" * 32, fetch=False)).follow(0))

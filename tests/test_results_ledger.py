@@ -18,7 +18,7 @@ from tools.bench.ledger import add_record_flag, record
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 COMMIT = re.compile(r"`[0-9a-f]{7,40}`")
-RECORDING = ("compare", "fleet", "turns", "burst")
+RECORDING = ("compare", "fleet", "turns", "burst", "sessions")
 
 
 def test_a_record_appends_a_row_and_widens_the_header(tmp_path: Path) -> None:

@@ -36,6 +36,13 @@ def test_a_record_appends_a_row_and_widens_the_header(tmp_path: Path) -> None:
     ]
 
 
+def test_new_figures_go_before_the_note(tmp_path: Path) -> None:
+    (tmp_path / "demo.csv").write_text("date,commit,rate,note\n,,1,by hand\n")
+    path = record("demo", {"rate": 2, "p99_ms": 3}, directory=tmp_path, commit="c", when=0)
+    assert path.read_text().splitlines() == ["date,commit,rate,p99_ms,note", ",,1,,by hand",
+                                             "1970-01-01 00:00,c,2,3,"]
+
+
 def test_the_record_flag() -> None:
     parser = argparse.ArgumentParser()
     add_record_flag(parser, "demo")

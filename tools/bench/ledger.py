@@ -24,6 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 FIRST = ("date", "commit")
+NOTE = "note"  # a hand-written row's words, kept the last column
 
 
 def add_record_flag(parser: argparse.ArgumentParser, benchmark: str) -> None:
@@ -67,7 +68,8 @@ def record(benchmark: str, figures: Mapping[str, Any], *, directory: Path = RESU
             header = list(reader.fieldnames or FIRST)
             rows = list(reader)
     widened = [name for name in row if name not in header]
-    header += widened
+    at = header.index(NOTE) if NOTE in header else len(header)
+    header[at:at] = widened  # words stay last
     directory.mkdir(parents=True, exist_ok=True)
     if widened or not path.exists():  # rewrite under the wider header
         with path.open("w", newline="") as out:

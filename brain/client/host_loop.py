@@ -6,7 +6,8 @@ module what to do and only carry it out, as the admission watch (admission_watch
 cancelled send: what the next poll asks for and how long it may wait, what a failed poll means
 (stop for good, or retry after a doubling back-off), what an answer hands over, which handler a
 call runs with which arguments, and what the host answers for each way the handler can end.
-Nothing here does I/O, so the rules are tested without threads, tasks or a server.
+`HostServerBase` is what both servers hold alike. Nothing here does I/O, so the rules are tested
+without threads, tasks or a server (tests/client/test_routes.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Brain's docs describe Brain as it is, not the story of how it got there.
 
-docs/benchmarks.md and docs/decisions.md hold today's figures and standing decisions; history
-lives in git. So each stays short enough to read whole, and no page under docs/ narrates work
-passes or sessions ("in this pass", "since then"). The phrases are matched whole and without
-regard to case; each is one that only a log of successive work would write.
+docs/benchmarks.md says how each benchmark runs and docs/decisions.md holds the standing
+decisions; what runs measured is rows of docs/results/ (tests/test_results_ledger.py), and
+history lives in git. So each stays short enough to read whole, and no page under docs/
+narrates work passes or sessions ("in this pass", "since then"). The phrases are matched whole
+and without regard to case; each is one that only a log of successive work would write.
 """
 
 from __future__ import annotations

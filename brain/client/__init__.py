@@ -29,6 +29,7 @@ from brain.client.errors import (
     InternalError,
     InvalidRequest,
     NotFound,
+    Overloaded,
     PayloadTooLarge,
     ProtocolError,
     RequestInProgress,
@@ -42,6 +43,7 @@ from brain.client.errors import (
     TeardownFailed,
     TransportError,
     Unauthorized,
+    Unavailable,
     UnsupportedMediaType,
 )
 from brain.client.host import HostCall, HostServer, current_call
@@ -73,7 +75,7 @@ __all__ = [
     "Conflict", "SessionBusy", "SessionEnded", "SessionActive", "IdempotencyConflict",
     "RequestInProgress", "IdempotencyAmbiguous", "PayloadTooLarge", "UnsupportedMediaType",
     "ServerError", "SessionDamaged", "InternalError", "TeardownFailed", "Draining",
-    "ForkInsideTurn", "SequenceBeyondEnd", "BodyTimedOut",
+    "ForkInsideTurn", "SequenceBeyondEnd", "BodyTimedOut", "Unavailable", "Overloaded",
 ]
 
 _ASYNC = {"AsyncBrain": "brain.client.async_client", "AsyncSession": "brain.client.async_session",

@@ -12,21 +12,24 @@ its asyncio twin on httpx, with the same promises:
   is safe (a GET, or a request carrying an Idempotency-Key); no other request is ever resent;
 * `aclose()` makes every later call raise ClientClosed and sends nothing about sessions.
 
-Request bodies, headers, key checks and error mapping are the sync client's (brain/client/api.py,
-errors.py, keys.py): only the I/O differs.
+Requests, their timeouts and parsers, key checks, error mapping and the "not sent" / "maybe
+applied" rule are the core's (brain/client/routes.py), shared with the sync shell: only the I/O
+differs.
 """
 
 from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
-from brain.client.api import NO_BODY, ApiBase, checked, encode_request
+from brain.client.api import ApiBase
 from brain.client.errors import ClientClosed, RequestTimeout, TransportError
-from brain.client.transport import REPEATABLE_METHODS, Response, Timeouts
+from brain.client.routes import Call, Response, Timeouts, lost, may_resend
+
+T = TypeVar("T")
 
 KEEPALIVE_SECS = 4.0  # below gunicorn's 5 s keep-alive, as the sync transport
 
@@ -85,7 +88,6 @@ class AsyncTransport:
         """One exchange; retried once on a fresh connection only when repeating it is safe."""
         self.check_open()
         key = (headers or {}).get("Idempotency-Key")
-        repeatable = method in REPEATABLE_METHODS or key is not None
         wait = self.timeouts.request if timeout is None else timeout
         retried = False
         while True:
@@ -95,8 +97,9 @@ class AsyncTransport:
                 answer = await self._client.send(request)
             except httpx.HTTPError as exc:
                 error = self.failure(exc, f"{method} {path}", key, wait)
-                if (repeatable and not retried and isinstance(error, TransportError)
-                        and error.maybe_applied and not isinstance(error, RequestTimeout)):
+                if (not retried and isinstance(error, TransportError) and error.maybe_applied
+                        and not isinstance(error, RequestTimeout)
+                        and may_resend(method, headers or {})):
                     retried = True  # a kept-alive connection broke under us: reopen once
                     continue
                 raise error from exc
@@ -112,13 +115,9 @@ class AsyncTransport:
         """The SDK's exception for an httpx failure (ClientClosed once aclose() ran)."""
         if self._closed:
             return ClientClosed("the client was closed during the request")
-        sent = not isinstance(exc, NOT_SENT)
-        if isinstance(exc, httpx.TimeoutException):
-            return RequestTimeout(f"{what}: no answer within {wait} s ({type(exc).__name__})",
-                                  maybe_applied=sent, idempotency_key=key)
-        phase = "answer" if sent else "connect"
-        return TransportError(f"{what}: connection failed during {phase}: {exc!r}",
-                              maybe_applied=sent, idempotency_key=key)
+        return lost(what, phase="connect" if isinstance(exc, NOT_SENT) else "answer",
+                    timed_out=isinstance(exc, httpx.TimeoutException), wait=wait, key=key,
+                    cause=exc)
 
     async def open_stream(self, path: str, *, query: Mapping[str, Any] | None = None,
                           headers: Mapping[str, str] | None = None,
@@ -143,11 +142,10 @@ class AsyncTransport:
 class AsyncApi(ApiBase[AsyncTransport]):
     """What an AsyncBrain and its AsyncSession handles share: one transport, one way to call."""
 
-    async def call(self, method: str, path: str, *, query: dict[str, Any] | None = None,
-                   body: Any = NO_BODY, headers: dict[str, str] | None = None,
-                   idempotency_key: str | None = None, timeout: float | None = None) -> Response:
-        """One request; any non-2xx answer raises the matching BrainAPIError."""
-        data, all_headers = encode_request(body, headers, idempotency_key)
-        answer = await self.transport.request(method, path, query=query, body=data,
-                                              headers=all_headers, timeout=timeout)
-        return checked(answer)
+    async def run(self, call: Call[T]) -> T:
+        """Carry out `call`; any non-2xx answer raises the matching BrainAPIError."""
+        data, headers = call.encode()
+        answer = await self.transport.request(call.method, call.path, query=call.query,
+                                              body=data, headers=headers,
+                                              timeout=call.seconds(self.transport.timeouts))
+        return call.answer(answer)

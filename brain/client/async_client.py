@@ -14,52 +14,32 @@ sessions, like the sync `close()`.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
-from brain import __version__
+from brain.client import routes
 from brain.client.async_api import AsyncApi, AsyncTransport
 from brain.client.async_host import AsyncHostServer, AsyncToolHandler
 from brain.client.async_session import AsyncSession
-from brain.client.sessions_client import session_body
-from brain.client.transport import Timeouts
+from brain.client.client_base import ClientBase
+from brain.client.routes import CreateFields
 
 
-class AsyncBrain:
-    def __init__(self, base_url: str, token: str, *, timeout: float = 90.0,
-                 connect_timeout: float = 10.0, turn_timeout: float = 1920.0,
-                 stream_timeout: float = 45.0, max_idle_connections: int = 4,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
-        """The sync `Brain`'s options, with the same meaning (see Timeouts)."""
-        self.base_url = base_url.rstrip("/")
-        self._options: dict[str, Any] = {
-            "timeout": timeout, "connect_timeout": connect_timeout,
-            "turn_timeout": turn_timeout, "stream_timeout": stream_timeout,
-            "max_idle_connections": max_idle_connections, "ssl_context": ssl_context,
-        }
-        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json",
-                   "User-Agent": f"brain-python/{__version__} asyncio"}
-        self._headers = headers
-        self._timeouts = Timeouts(connect=connect_timeout, request=timeout, turn=turn_timeout,
-                                  stream=stream_timeout)
-        self._api = AsyncApi(self._new_transport(max_idle_connections))
-        self._hosts: list[AsyncHostServer] = []
+class AsyncBrain(ClientBase[AsyncApi, AsyncSession]):
+    """The sync `Brain`, awaited: the same options (client_base.py), calls and answers, run by
+    the asyncio shell over the same requests (routes.py)."""
 
-    def __repr__(self) -> str:
-        state = "closed" if self.closed else "open"
-        return f"<AsyncBrain {self.base_url} {state}>"  # never the token
+    transport_class = AsyncTransport
+    api_class = AsyncApi
+    session_class = AsyncSession
+    user_agent = ClientBase.user_agent + " asyncio"
 
     # --- lifetime ---------------------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self._api.closed
 
     async def aclose(self) -> None:
         """Stop this client's host servers at once (their running handlers are cancelled) and
         release connections; idempotent. Never interrupts, ends or deletes a session."""
-        for host in list(self._hosts):
+        for host in list(self._parts):
             await host.aclose(timeout=0)
         await self._api.transport.aclose()
 
@@ -68,11 +48,6 @@ class AsyncBrain:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    def with_token(self, token: str) -> Self:
-        """A new client for the same server and options, with its own connections and lifetime."""
-        self._api.check_open()
-        return type(self)(self.base_url, token, **self._options)
 
     # --- host Tools and Environments --------------------------------------------------------
 
@@ -90,44 +65,21 @@ class AsyncBrain:
         self._api.check_open()
         host = AsyncHostServer(self, tools, environments, wait_secs=wait_secs,
                                max_concurrency=max_concurrency)
-        self._hosts.append(host)
+        self._own(host)
         return host.start()
-
-    def _new_transport(self, max_idle: int) -> AsyncTransport:
-        """Connections of this client's server, token and timeouts, with a lifetime of their own."""
-        return AsyncTransport(self.base_url, self._headers, self._timeouts, max_idle=max_idle,
-                              ssl_context=self._options["ssl_context"])
-
-    def _disown(self, part: AsyncHostServer) -> None:
-        """`part` stopped by itself: this client's aclose has nothing left to stop in it."""
-        if part in self._hosts:
-            self._hosts.remove(part)
 
     # --- sessions ---------------------------------------------------------------------------
 
-    async def create_session(self, *, agentloop: str | None = None, model: str | None = None,
-                             tools: list[str] | None = None,
-                             environments: list[str] | None = None,
-                             transcript: list[dict[str, Any]] | None = None,
-                             idle_ttl_ms: int | None = None,
-                             metadata: dict[str, Any] | None = None,
-                             idempotency_key: str | None = None) -> AsyncSession:
-        """POST /v1/sessions; every argument left None takes the server's default."""
-        body = session_body(agentloop=agentloop, model=model, tools=tools,
-                            environments=environments, transcript=transcript,
-                            idle_ttl_ms=idle_ttl_ms, metadata=metadata)
-        answer = await self._api.call("POST", "/v1/sessions", body=body,
-                                      idempotency_key=idempotency_key)
-        state = answer.json()
-        return AsyncSession(self._api, state["id"], state)
+    async def create_session(self, *, idempotency_key: str | None = None,
+                             **fields: Unpack[CreateFields]) -> AsyncSession:
+        """POST /v1/sessions; the sync `create_session`'s keywords, each left None omitted."""
+        return self._handle(await self._api.run(routes.create_session(fields, idempotency_key)))
 
     async def session(self, session_id: str, *, fetch: bool = True) -> AsyncSession:
         """A handle for an existing session, read from the server unless `fetch=False`."""
         self._api.check_open()
         handle = AsyncSession(self._api, session_id)
-        if fetch:
-            await handle.refresh()
-        return handle
+        return await handle.refresh() if fetch else handle
 
     def sessions(self, status: str | None = None,
                  limit: int | None = None) -> AsyncIterator[AsyncSession]:
@@ -140,12 +92,9 @@ class AsyncBrain:
                              limit: int | None) -> AsyncIterator[AsyncSession]:
         cursor = None
         while True:
-            answer = await self._api.call("GET", "/v1/sessions",
-                                          query={"status": status, "limit": limit,
-                                                 "cursor": cursor})
-            page = answer.json()
+            page = await self._api.run(routes.list_sessions(status, limit, cursor))
             for state in page["sessions"]:
-                yield AsyncSession(self._api, state["id"], state)
+                yield self._handle(state)
             cursor = page.get("next_cursor")
             if not cursor:
                 return

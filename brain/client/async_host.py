@@ -1,6 +1,7 @@
 """Serving `host` Tools and Environments from asyncio code: `await async_brain.serve_host(...)`.
 
-The asyncio twin of brain/client/host.py, with the same protocol and promises: an
+The asyncio twin of brain/client/host.py, with the same protocol, promises and decisions (all
+taken by brain/client/host_loop.py, which both servers carry out): an
 AsyncHostServer long-polls Brain (POST /v1/host/poll) from a task on the caller's event loop,
 with connections of its own, runs each call it is given as a task (at most `max_concurrency`
 at once: it asks for no more calls than it has free slots), and POSTs the answer once (POST
@@ -24,54 +25,25 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
-import logging
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
-from brain.client.async_api import AsyncTransport
-from brain.client.errors import (
-    BrainAPIError,
-    BrainClientError,
-    ClientClosed,
-    Forbidden,
-    InvalidRequest,
-    Unauthorized,
-    api_error,
+from brain.client.async_api import AsyncApi, AsyncTransport
+from brain.client.errors import BrainClientError
+from brain.client.host import HostCall, set_task_call
+from brain.client.host_answers import log_unposted
+from brain.client.host_loop import (
+    BRAIN_CANCELLED,
+    SERVER_STOPPED,
+    HostServerBase,
+    Job,
+    answer_call,
+    cancelled_answer,
+    log,
 )
-from brain.client.host import (
-    ANSWER_TIMEOUT_SECS,
-    BUSY_WAIT_SECS,
-    FIRST_BACKOFF_SECS,
-    MAX_BACKOFF_SECS,
-    POLL_MARGIN_SECS,
-    RELEASE_TIMEOUT_SECS,
-    HostCall,
-    set_task_call,
-)
-from brain.client.host_answers import (
-    REQUEST_OPS,
-    environment_method,
-    log_unposted,
-    message_of,
-    missing_op_answer,
-    missing_tool_answer,
-    op_failure_answer,
-    op_result_answer,
-    postable,
-    served_handlers,
-    tool_failure_answer,
-    tool_value_answer,
-)
-from brain.client.transport import quote_segment
-
-log = logging.getLogger("brain.client")
 
 UNWIND_SECS = 1.0  # how long aclose() waits for cancelled handlers to unwind
-BRAIN_CANCELLED = "Brain cancelled the host call"
-SERVER_STOPPED = "the host server stopped"
 
 AsyncToolHandler = Callable[[HostCall], Any]
 
@@ -100,29 +72,19 @@ def runs_on_loop(handler: Any) -> bool:
         (callable(handler) and inspect.iscoroutinefunction(type(handler).__call__))
 
 
-class AsyncHostServer:
+class AsyncHostServer(HostServerBase):
     """A running asyncio host: see `AsyncBrain.serve_host`. Stop it with `await aclose()`,
     `async with`, or by closing its client."""
 
     def __init__(self, brain: HostingClient, tools: Mapping[str, AsyncToolHandler] | None = None,
                  environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
                  max_concurrency: int = 16) -> None:
-        self.tools, self.environments = served_handlers(tools, environments, wait_secs,
-                                                        max_concurrency)
-        self.brain = brain
-        self.wait_secs = wait_secs
-        self.max_concurrency = max_concurrency
-        self.host_id = f"py-{secrets.token_hex(8)}"
-        self.error: BrainAPIError | None = None  # set when Brain refused to serve this host
-        self._transport = brain._new_transport(max_idle=2)
+        super().__init__(brain, tools, environments, wait_secs, max_concurrency)
+        self._api = AsyncApi(brain._new_transport(max_idle=2))
         self._running: dict[str, _Running] = {}
         self._stopping = asyncio.Event()
         self._poller: asyncio.Task[None] | None = None
         self._closed = False
-
-    def __repr__(self) -> str:
-        return f"<AsyncHostServer {self.host_id} tools={sorted(self.tools)} " \
-               f"environments={sorted(self.environments)}>"
 
     def start(self) -> Self:
         """Start polling from a task on the running event loop."""
@@ -181,54 +143,36 @@ class AsyncHostServer:
             await asyncio.wait(unwinding, timeout=UNWIND_SECS)
         if not self._closed:
             self._closed = True
-            await self._transport.aclose()  # a POST still in flight is cut off here
+            await self._api.transport.aclose()  # a POST still in flight is cut off here
             self.brain._disown(self)
         return not left
 
     async def _release_poll(self) -> None:
         try:
-            answer = await self._post("/v1/host/poll", self._poll_body(0, 0),
-                                      RELEASE_TIMEOUT_SECS)
-            self._apply_cancels(answer.get("cancel") or [])
+            answer = await self._api.run(self._loop.release())
+            self._apply_cancels(self._loop.answered(answer)[1])
         except BrainClientError as exc:
             log.debug("host %s: releasing the waiting poll failed: %s", self.host_id, exc)
 
     # --- polling ----------------------------------------------------------------------------
 
-    def _poll_body(self, max_calls: int, wait_secs: float) -> dict[str, Any]:
-        return {"tools": sorted(self.tools), "environments": sorted(self.environments),
-                "wait_secs": wait_secs, "max_calls": max_calls, "host_id": self.host_id}
-
     async def _poll_forever(self) -> None:
-        backoff = FIRST_BACKOFF_SECS
         while not self._stopping.is_set():
-            free = self.max_concurrency - len(self._running)
-            wait = self.wait_secs if free > 0 else min(self.wait_secs, BUSY_WAIT_SECS)
             try:
-                answer = await self._post("/v1/host/poll", self._poll_body(max(0, free), wait),
-                                          wait + POLL_MARGIN_SECS)
-            except ClientClosed:
-                return
-            except (InvalidRequest, Unauthorized, Forbidden) as exc:
-                self.error = exc  # asking again would get the same answer
-                log.error("host %s: Brain refuses to serve it: %s", self.host_id, exc)
-                return
+                answer = await self._api.run(self._loop.poll(len(self._running)))
             except BrainClientError as exc:
-                if self._stopping.is_set():
+                pause = self._loop.failed(exc, self._stopping.is_set())
+                if pause is None:
                     return
-                log.warning("host %s: poll failed (retrying in %.1f s): %s", self.host_id,
-                            backoff, exc)
                 try:
-                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                    await asyncio.wait_for(self._stopping.wait(), pause)
                 except TimeoutError:
                     pass
-                backoff = min(MAX_BACKOFF_SECS, backoff * 2)
                 continue
-            backoff = FIRST_BACKOFF_SECS
-            # Calls in this answer were handed to this host alone: run them even when stopping.
-            for item in answer.get("calls") or []:
+            calls, cancels = self._loop.answered(answer)
+            for item in calls:
                 self._start_call(HostCall.from_json(item, self.brain))  # type: ignore[arg-type]
-            self._apply_cancels(answer.get("cancel") or [])
+            self._apply_cancels(cancels)
 
     def _apply_cancels(self, call_ids: list[str]) -> None:
         for call_id in call_ids:
@@ -257,8 +201,7 @@ class AsyncHostServer:
         answer's POST), then post what it came to. Cancelled itself (aclose), it posts nothing."""
         call = running.call
         set_task_call(call)  # this task's context, copied into the handler's task and threads
-        answering = self._tool_answer if call.kind == "tool" else self._env_answer
-        handler = running.handler = asyncio.create_task(answering(running),
+        handler = running.handler = asyncio.create_task(self._answer(running),
                                                         name=f"brain-host-handler-{call.call_id}")
         if call.signal.cancelled:  # Brain's cancel came before this task first ran
             handler.cancel(call.signal.reason)
@@ -268,13 +211,20 @@ class AsyncHostServer:
             handler.cancel(SERVER_STOPPED)
             raise
         if handler.cancelled():  # `cancelled` only when Brain asked, as for a sync handler
-            message, by_brain = call.signal.reason or "the handler was cancelled", \
-                call.signal.cancelled
-            answer = tool_failure_answer(message, by_brain) if call.kind == "tool" \
-                else op_failure_answer(message, by_brain)
+            answer = cancelled_answer(call, call.signal.reason or "the handler was cancelled")
         else:
             answer = handler.result()
         await self._post_answer(call, answer)
+
+    async def _answer(self, running: _Running) -> dict[str, Any]:
+        job: Job | dict[str, Any] = self._loop.job(running.call)
+        if isinstance(job, dict):
+            return job
+        try:
+            value = await self._invoke(running, job.function, *job.args)
+        except Exception as exc:
+            return job.raised(exc)
+        return job.returned(value)
 
     async def _invoke(self, running: _Running, function: Any, *args: Any) -> Any:
         if runs_on_loop(function):
@@ -288,47 +238,9 @@ class AsyncHostServer:
             value = await value
         return value
 
-    async def _tool_answer(self, running: _Running) -> dict[str, Any]:
-        call = running.call
-        handler = self.tools.get(call.name)
-        if handler is None:
-            return missing_tool_answer(call.name)
-        try:
-            value = await self._invoke(running, handler, call)
-        except Exception as exc:
-            log.info("host tool %s (%s) raised %r", call.name, call.call_id, exc)
-            return tool_failure_answer(message_of(exc), call.signal.cancelled)
-        return tool_value_answer(value)
-
-    async def _env_answer(self, running: _Running) -> dict[str, Any]:
-        call = running.call
-        method = environment_method(self.environments.get(call.name), call.op)
-        if method is None:
-            return missing_op_answer(call.name, call.op)
-        args = (call.request or {},) if call.op in REQUEST_OPS else ()
-        try:
-            result = await self._invoke(running, method, *args)
-        except Exception as exc:
-            log.info("host environment %s.%s (%s) raised %r", call.name, call.op, call.call_id,
-                     exc)
-            return op_failure_answer(message_of(exc), call.signal.cancelled)
-        return op_result_answer(call.op, result)
-
     async def _post_answer(self, call: HostCall, answer: dict[str, Any]) -> None:
         """Once. A lost answer is not resent: Brain records the call `unknown` (never rerun)."""
-        path = f"/v1/host/calls/{quote_segment(call.call_id)}"
         try:
-            await self._post(path, postable(call.kind, answer), ANSWER_TIMEOUT_SECS)
+            await self._api.run(answer_call(call, answer))
         except BrainClientError as exc:
             log_unposted(call.call_id, exc)
-
-    async def _post(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
-        answer = await self._transport.request("POST", path, body=data,
-                                               headers={"Content-Type": "application/json"},
-                                               timeout=timeout)
-        if not 200 <= answer.status < 300:
-            raise api_error(answer.status, answer.body, answer.headers)
-        value = answer.json()
-        return value if isinstance(value, dict) else {}
-

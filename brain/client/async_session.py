@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
+from brain.client import routes
 from brain.client.admission_watch import (
     CANCEL,
     READ_STATE,
@@ -37,8 +38,8 @@ from brain.client.async_api import AsyncApi
 from brain.client.async_stream import AsyncEventStream
 from brain.client.errors import Cancelled
 from brain.client.keys import new_idempotency_key
+from brain.client.routes import TurnInput
 from brain.client.session import SessionSnapshot
-from brain.client.session_calls import TurnInput
 from brain.client.shapes import (
     CancelAnswer,
     Event,
@@ -48,36 +49,24 @@ from brain.client.shapes import (
     TurnResult,
 )
 from brain.client.signal import CancelSignal
-from brain.client.transport import quote_segment
 
 
-class AsyncSession(SessionSnapshot):
-    def __init__(self, api: AsyncApi, session_id: str,
-                 state: dict[str, Any] | None = None) -> None:
-        self._api = api
-        self.id = session_id
-        self._path = f"/v1/sessions/{quote_segment(session_id)}"
-        self._apply(state or {})
+class AsyncSession(SessionSnapshot[AsyncApi]):
+    """The sync Session's methods, awaited: each runs the same request of brain/client/routes.py."""
 
     # --- reading ----------------------------------------------------------------------------
 
-    async def _fetch_state(self) -> dict[str, Any]:
-        return (await self._api.call("GET", self._path)).json()
-
     async def refresh(self) -> AsyncSession:
         """Re-read GET /v1/sessions/{id} into the cached fields; never activates the session."""
-        self._apply(await self._fetch_state())
+        self._apply(await self._api.run(routes.get_session(self._path)))
         return self
 
     async def transcript(self) -> Transcript:
-        answer = await self._api.call("GET", self._path + "/transcript")
-        return Transcript.from_json(answer.json())
+        return await self._api.run(routes.transcript(self._path))
 
     async def events_page(self, after: int = 0, limit: int | None = None) -> EventPage:
         """One page of committed Events after the exclusive cursor `after`."""
-        answer = await self._api.call("GET", self._path + "/events",
-                                      query={"after": after, "limit": limit})
-        return EventPage.from_json(answer.json())
+        return await self._api.run(routes.events_page(self._path, after, limit))
 
     def events(self, cursor: int = 0, *, page_size: int | None = None) -> AsyncIterator[Event]:
         """Every committed Event after `cursor` (`async for`), page after page."""
@@ -103,14 +92,6 @@ class AsyncSession(SessionSnapshot):
 
     # --- turns ------------------------------------------------------------------------------
 
-    async def _post_send(self, turn_input: TurnInput, key: str | None,
-                         timeout: float | None) -> TurnResult:
-        wait = self._api.turn_timeout if timeout is None else timeout
-        answer = await self._api.call("POST", self._path + "/messages",
-                                      body={"input": turn_input}, idempotency_key=key,
-                                      timeout=wait)
-        return TurnResult.from_json(answer.json())
-
     async def send(self, input: TurnInput, idempotency_key: str | None = None,
                    signal: CancelSignal | None = None, *,
                    timeout: float | None = None) -> TurnResult:
@@ -124,8 +105,8 @@ class AsyncSession(SessionSnapshot):
         if signal is not None and signal.cancelled:
             raise Cancelled("the signal had fired before the message was sent; nothing was sent")
         key = idempotency_key or new_idempotency_key()
-        baseline = (await self._fetch_state()).get("last_sequence") or 0
-        sending = asyncio.create_task(self._post_send(input, key, timeout),
+        baseline = (await self._api.run(routes.get_session(self._path))).get("last_sequence") or 0
+        sending = asyncio.create_task(self._api.run(routes.send(self._path, input, key, timeout)),
                                       name=f"brain-send-{self.id}")
         fired = asyncio.Event()
         if signal is not None:
@@ -162,7 +143,7 @@ class AsyncSession(SessionSnapshot):
 
         async def perform(step: Any) -> Any:
             if step == READ_STATE:
-                return await self._fetch_state()
+                return await self._api.run(routes.get_session(self._path))
             if isinstance(step, tuple) and step[0] == CANCEL:
                 return await self.interrupt(step[1])
             await asyncio.wait({sending}, timeout=step)
@@ -173,44 +154,33 @@ class AsyncSession(SessionSnapshot):
     async def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async); always keyed (generated)."""
         key = idempotency_key or new_idempotency_key()
-        answer = await self._api.call("POST", self._path + "/messages", body={"input": input},
-                                      headers={"Prefer": "respond-async"}, idempotency_key=key)
-        return Receipt.from_json(answer.json())
+        return await self._api.run(routes.submit(self._path, input, key))
 
     # --- lifecycle --------------------------------------------------------------------------
 
     async def interrupt(self, idempotency_key: str | None = None) -> CancelAnswer:
         """POST cancel: stop work in flight; the session stays usable. Idle: sequence None."""
-        answer = await self._api.call("POST", self._path + "/cancel",
-                                      idempotency_key=idempotency_key)
-        return CancelAnswer.from_json(answer.json())
+        return await self._api.run(routes.cancel(self._path, idempotency_key))
 
     async def end(self, idempotency_key: str | None = None, *,
                   timeout: float | None = None) -> AsyncSession:
         """End the session (waits for active work) and cache the ended Session."""
-        wait = self._api.turn_timeout if timeout is None else timeout
-        answer = await self._api.call("POST", self._path + "/end",
-                                      idempotency_key=idempotency_key, timeout=wait)
-        self._apply(answer.json())
+        self._apply(await self._api.run(routes.end(self._path, idempotency_key, timeout)))
         return self
 
     async def delete(self, idempotency_key: str | None = None) -> None:
         """Remove an ended, failed or damaged session; after TeardownFailed use a new key."""
-        await self._api.call("DELETE", self._path, idempotency_key=idempotency_key,
-                             timeout=self._api.turn_timeout)
+        await self._api.run(routes.delete(self._path, idempotency_key))
 
     async def create_token(self) -> str:
         """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
-        return (await self._api.call("POST", self._path + "/tokens")).json()["token"]
+        return await self._api.run(routes.create_token(self._path))
 
     # --- branching --------------------------------------------------------------------------
 
     async def fork(self, at_sequence: int, idempotency_key: str | None = None) -> AsyncSession:
         """A new session from this one's state at `at_sequence`; see Session.fork."""
-        answer = await self._api.call("POST", self._path + "/forks",
-                                      body={"at_sequence": at_sequence},
-                                      idempotency_key=idempotency_key)
-        state = answer.json()
+        state = await self._api.run(routes.fork(self._path, at_sequence, idempotency_key))
         return AsyncSession(self._api, state["id"], state)
 
 

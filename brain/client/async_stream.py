@@ -9,46 +9,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
 from brain.client.async_api import AsyncTransport
-from brain.client.errors import BrainAPIError, TransportError, api_error
+from brain.client.errors import BrainAPIError, TransportError
 from brain.client.shapes import Event, ModelDelta
-from brain.client.stream_state import StreamState
+from brain.client.stream_state import CONNECT, ITEM, STOP, StreamBase
 
 
-class AsyncEventStream:
+class AsyncEventStream(StreamBase[AsyncTransport]):
     """An async iterator of Event (and ModelDelta when asked); `async with` it or `aclose()`."""
 
-    def __init__(self, transport: AsyncTransport, path: str, *, after: int = 0,
-                 deltas: bool = False, timeout: float | None = None, max_reconnects: int = 5,
-                 backoff_secs: float = 0.2) -> None:
-        self._transport = transport
-        self._path = path
-        self._timeout = timeout
-        self._state = StreamState(after=after, deltas=deltas, max_reconnects=max_reconnects,
-                                  backoff_secs=backoff_secs)
+    def __init__(self, transport: AsyncTransport, path: str, **options: Any) -> None:
+        super().__init__(transport, path, **options)
         self._response: httpx.Response | None = None
         self._chunks: AsyncIterator[bytes] | None = None
 
     async def connect(self) -> AsyncEventStream:
         """Open the stream now: when this returns the server has subscribed it."""
-        self._transport.check_open()
-        state = self._state
-        if self._response is None and not state.closed and not state.connected_once:
+        if self._first_connection_due():
             await self._connect()
         return self
-
-    @property
-    def cursor(self) -> int:
-        """The sequence of the last committed Event delivered (or the starting cursor)."""
-        return self._state.cursor
-
-    @property
-    def reconnects(self) -> int:
-        """How many times the stream connected again after its first connection."""
-        return self._state.reconnects
 
     def __aiter__(self) -> AsyncEventStream:
         return self
@@ -57,18 +40,17 @@ class AsyncEventStream:
         state = self._state
         while True:
             self._transport.check_open()
-            if state.closed:
-                raise StopAsyncIteration
-            if state.pending:
+            step = state.next_step(connected=self._chunks is not None)
+            if step == ITEM:
                 return state.pending.popleft()
-            if state.ended:
+            if step == STOP:
                 await self.aclose()
                 raise StopAsyncIteration
-            if self._chunks is None:
+            if step == CONNECT:
                 await self._connect()
                 continue
             try:
-                chunk = await self._chunks.__anext__()
+                chunk = await self._chunks.__anext__()  # type: ignore[union-attr]
             except StopAsyncIteration:
                 await self._drop(None)
                 continue
@@ -119,21 +101,21 @@ class AsyncEventStream:
         except TransportError as exc:
             state.unreachable(exc)
             return
+        body = b""
         if response.status_code != 200:
             try:
                 body = await response.aread()
             except (httpx.HTTPError, OSError):
-                body = b""
-            await response.aclose()
-            state.refused(response.status_code, api_error(
-                response.status_code, body, {k.lower(): v for k, v in response.headers.items()}))
-            return
-        if state.closed:
-            await response.aclose()
-            return
-        self._response = response
-        self._chunks = response.aiter_raw()
-        state.connected()
+                pass
+        keep = False
+        try:
+            keep = state.answered(response.status_code,
+                                  {k.lower(): v for k, v in response.headers.items()}, body)
+        finally:
+            if keep:
+                self._response, self._chunks = response, response.aiter_raw()
+            else:
+                await response.aclose()
 
     async def _drop(self, error: BaseException | None) -> None:
         await self._release()

@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from brain.client import routes
 from brain.client.admission_watch import CANCEL, READ_STATE, cancel_after_admission, drive
 from brain.client.errors import Cancelled
-from brain.client.session_calls import SessionCalls
 from brain.client.shapes import CancelAnswer, TurnResult
 from brain.client.signal import CancelSignal
+
+if TYPE_CHECKING:
+    from brain.client.api import Api
 
 WAIT_SLICE_SECS = 1.0
 
@@ -48,18 +51,19 @@ class _Outcome:
         return self.result
 
 
-def send_with_signal(session: SessionCalls, turn_input: Any, key: str, signal: CancelSignal,
-                     timeout: float | None) -> TurnResult:
+def send_with_signal(api: Api, session_id: str, turn_input: Any, key: str,
+                     signal: CancelSignal, timeout: float | None) -> TurnResult:
     """Send `turn_input` under `key`; once `signal` fires, cancel the turn after admission."""
     if signal.cancelled:
         raise Cancelled("the signal had fired before the message was sent; nothing was sent")
-    baseline = session.fetch_state().get("last_sequence") or 0
+    path = routes.session_path(session_id)
+    baseline = api.run(routes.get_session(path)).get("last_sequence") or 0
     outcome = _Outcome()
     wake = threading.Event()
 
     def run() -> None:
         try:
-            outcome.result = session.post_send(turn_input, key, timeout)
+            outcome.result = api.run(routes.send(path, turn_input, key, timeout))
         except BaseException as exc:  # handed to the caller's thread
             outcome.error = exc
         finally:
@@ -67,14 +71,14 @@ def send_with_signal(session: SessionCalls, turn_input: Any, key: str, signal: C
             wake.set()
 
     remove = signal.add_callback(wake.set)
-    worker = threading.Thread(target=run, name=f"brain-send-{session.session_id}", daemon=True)
+    worker = threading.Thread(target=run, name=f"brain-send-{session_id}", daemon=True)
     worker.start()
     cancel: CancelAnswer | None = None
     try:
         while not outcome.done.is_set() and not signal.cancelled:
             wake.wait(WAIT_SLICE_SECS)
         if not outcome.done.is_set():
-            cancel = _cancel_after_admission(session, baseline, outcome)
+            cancel = _cancel_after_admission(api, session_id, baseline, outcome)
         while not outcome.done.wait(WAIT_SLICE_SECS):
             pass  # the send's own socket timeouts (or client close) bound this wait
         worker.join()
@@ -84,19 +88,20 @@ def send_with_signal(session: SessionCalls, turn_input: Any, key: str, signal: C
     return dataclasses.replace(result, cancel_request=cancel) if cancel else result
 
 
-def _cancel_after_admission(session: SessionCalls, baseline: int,
+def _cancel_after_admission(api: Api, session_id: str, baseline: int,
                             outcome: _Outcome) -> CancelAnswer | None:
     """Poll until our turn is visible, then cancel it if it still runs; None if not needed
     (brain/client/admission_watch.py, driven with blocking calls)."""
     if outcome.done.is_set():
         return None
-    watch = cancel_after_admission(session.session_id, baseline)
+    watch = cancel_after_admission(session_id, baseline)
+    path = routes.session_path(session_id)
 
     def perform(step: Any) -> Any:
         if step == READ_STATE:
-            return session.fetch_state()
+            return api.run(routes.get_session(path))
         if isinstance(step, tuple) and step[0] == CANCEL:
-            return session.post_cancel(step[1])
+            return api.run(routes.cancel(path, step[1]))
         return outcome.done.wait(step)
 
     return drive(watch, perform)

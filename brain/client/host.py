@@ -6,6 +6,10 @@ its own, runs each call it is given in a thread of its own, and POSTs the answer
 here retries: an answer whose POST failed midway may or may not have arrived, and Brain then
 records the call as `unknown` rather than run it twice (docs/host-tools.md).
 
+Every decision (what to poll for, what a failure means, which handler runs, what it answers) is
+brain/client/host_loop.py's, shared with the asyncio server; this module carries them out with
+threads and blocking requests.
+
 When Brain cancels a call (its turn was interrupted or timed out), the next poll answer names
 it and the handler's `context.signal` fires; a handler that owns a child session passes it on
 with `child.send(text, signal=context.signal)` (docs/concepts.md, "Effects"; docs/host-tools.md).
@@ -14,50 +18,24 @@ with `child.send(text, signal=context.signal)` (docs/concepts.md, "Effects"; doc
 from __future__ import annotations
 
 import contextvars
-import json
-import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from brain.client.errors import (
-    BrainAPIError,
-    BrainClientError,
-    ClientClosed,
-    Forbidden,
-    InvalidRequest,
-    Unauthorized,
-    api_error,
-)
-from brain.client.host_answers import (
-    REQUEST_OPS,
-    environment_method,
-    log_unposted,
-    message_of,
-    missing_op_answer,
-    missing_tool_answer,
-    op_failure_answer,
-    op_result_answer,
-    postable,
-    served_handlers,
-    tool_failure_answer,
-    tool_value_answer,
+from brain.client.api import Api
+from brain.client.errors import BrainClientError
+from brain.client.host_answers import log_unposted
+from brain.client.host_loop import (
+    BRAIN_CANCELLED,
+    SERVER_STOPPED,
+    HostServerBase,
+    answer_call,
+    log,
 )
 from brain.client.sessions_client import SessionsClient
 from brain.client.signal import CancelSignal
-from brain.client.transport import Transport, quote_segment
-
-log = logging.getLogger("brain.client")
-
-POLL_MARGIN_SECS = 15.0  # the server answers a poll by wait_secs (+5 s); never cut it short
-BUSY_WAIT_SECS = 1.0  # with every slot busy, poll this often for cancel notices only
-FIRST_BACKOFF_SECS = 0.5
-MAX_BACKOFF_SECS = 5.0
-ANSWER_TIMEOUT_SECS = 30.0
-RELEASE_TIMEOUT_SECS = 5.0
 
 ToolHandler = Callable[["HostCall"], Any]
 
@@ -112,29 +90,19 @@ def set_task_call(call: HostCall | None) -> contextvars.Token[HostCall | None]:
     return _current_in_task.set(call)
 
 
-class HostServer:
+class HostServer(HostServerBase):
     """A running host: see `Brain.serve_host`. Stop it with `stop()` or by closing the client."""
 
     def __init__(self, brain: SessionsClient, tools: Mapping[str, ToolHandler] | None = None,
                  environments: Mapping[str, Any] | None = None, *, wait_secs: float = 25.0,
                  max_concurrency: int = 16) -> None:
-        self.tools, self.environments = served_handlers(tools, environments, wait_secs,
-                                                        max_concurrency)
-        self.brain = brain
-        self.wait_secs = wait_secs
-        self.max_concurrency = max_concurrency
-        self.host_id = f"py-{secrets.token_hex(8)}"
-        self.error: BrainAPIError | None = None  # set when Brain refused to serve this host
-        self._transport: Transport = brain._new_transport(max_idle=2)
+        super().__init__(brain, tools, environments, wait_secs, max_concurrency)
+        self._api = Api(brain._new_transport(max_idle=2))
         self._lock = threading.Lock()
         self._running: dict[str, HostCall] = {}
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._poll_forever, daemon=True,
                                         name=f"brain-host-{self.host_id}")
-
-    def __repr__(self) -> str:
-        return f"<HostServer {self.host_id} tools={sorted(self.tools)} " \
-               f"environments={sorted(self.environments)}>"
 
     def start(self) -> HostServer:
         self._thread.start()
@@ -171,8 +139,8 @@ class HostServer:
             time.sleep(0.02)
         left = self._running_calls()
         for call in left:
-            call.signal.cancel("the host server stopped")
-        self._transport.close()  # a poll still stuck in flight is cut off here
+            call.signal.cancel(SERVER_STOPPED)
+        self._api.transport.close()  # a poll still stuck in flight is cut off here
         self.brain._disown(self)
         return not left
 
@@ -182,51 +150,33 @@ class HostServer:
 
     def _release_poll(self) -> None:
         try:
-            answer = self._post("/v1/host/poll", self._poll_body(0, 0), RELEASE_TIMEOUT_SECS)
-            self._apply_cancels(answer.get("cancel") or [])
+            self._apply_cancels(self._loop.answered(self._api.run(self._loop.release()))[1])
         except BrainClientError as exc:
             log.debug("host %s: releasing the waiting poll failed: %s", self.host_id, exc)
 
     # --- polling ----------------------------------------------------------------------------
 
-    def _poll_body(self, max_calls: int, wait_secs: float) -> dict[str, Any]:
-        return {"tools": sorted(self.tools), "environments": sorted(self.environments),
-                "wait_secs": wait_secs, "max_calls": max_calls, "host_id": self.host_id}
-
     def _poll_forever(self) -> None:
-        backoff = FIRST_BACKOFF_SECS
         while not self._stopping.is_set():
-            free = self.max_concurrency - len(self._running_calls())
-            wait = self.wait_secs if free > 0 else min(self.wait_secs, BUSY_WAIT_SECS)
             try:
-                answer = self._post("/v1/host/poll", self._poll_body(max(0, free), wait),
-                                    wait + POLL_MARGIN_SECS)
-            except ClientClosed:
-                return
-            except (InvalidRequest, Unauthorized, Forbidden) as exc:
-                self.error = exc  # asking again would get the same answer
-                log.error("host %s: Brain refuses to serve it: %s", self.host_id, exc)
-                return
+                answer = self._api.run(self._loop.poll(len(self._running_calls())))
             except BrainClientError as exc:
-                if self._stopping.is_set():
+                pause = self._loop.failed(exc, self._stopping.is_set())
+                if pause is None:
                     return
-                log.warning("host %s: poll failed (retrying in %.1f s): %s", self.host_id,
-                            backoff, exc)
-                self._stopping.wait(backoff)
-                backoff = min(MAX_BACKOFF_SECS, backoff * 2)
+                self._stopping.wait(pause)
                 continue
-            backoff = FIRST_BACKOFF_SECS
-            # Calls in this answer were handed to this host alone: run them even when stopping.
-            for item in answer.get("calls") or []:
+            calls, cancels = self._loop.answered(answer)
+            for item in calls:
                 self._start_call(HostCall.from_json(item, self.brain))
-            self._apply_cancels(answer.get("cancel") or [])
+            self._apply_cancels(cancels)
 
     def _apply_cancels(self, call_ids: list[str]) -> None:
         for call_id in call_ids:
             with self._lock:
                 call = self._running.get(call_id)
             if call is not None:
-                call.signal.cancel("Brain cancelled the host call")
+                call.signal.cancel(BRAIN_CANCELLED)
 
     # --- running calls ----------------------------------------------------------------------
 
@@ -239,51 +189,23 @@ class HostServer:
     def _serve(self, call: HostCall) -> None:
         _current.call = call
         try:
-            answer = self._tool_answer(call) if call.kind == "tool" else self._env_answer(call)
+            job = self._loop.job(call)
+            if isinstance(job, dict):
+                answer = job
+            else:
+                try:
+                    answer = job.returned(job.function(*job.args))
+                except Exception as exc:
+                    answer = job.raised(exc)
             self._post_answer(call, answer)
         finally:
             _current.call = None
             with self._lock:
                 self._running.pop(call.call_id, None)
 
-    def _tool_answer(self, call: HostCall) -> dict[str, Any]:
-        handler = self.tools.get(call.name)
-        if handler is None:
-            return missing_tool_answer(call.name)
-        try:
-            value = handler(call)
-        except Exception as exc:
-            log.info("host tool %s (%s) raised %r", call.name, call.call_id, exc)
-            return tool_failure_answer(message_of(exc), call.signal.cancelled)
-        return tool_value_answer(value)
-
-    def _env_answer(self, call: HostCall) -> dict[str, Any]:
-        method = environment_method(self.environments.get(call.name), call.op)
-        if method is None:
-            return missing_op_answer(call.name, call.op)
-        try:
-            result = method(call.request or {}) if call.op in REQUEST_OPS else method()
-        except Exception as exc:
-            log.info("host environment %s.%s (%s) raised %r", call.name, call.op, call.call_id,
-                     exc)
-            return op_failure_answer(message_of(exc), call.signal.cancelled)
-        return op_result_answer(call.op, result)
-
     def _post_answer(self, call: HostCall, answer: dict[str, Any]) -> None:
         """Once. A lost answer is not resent: Brain records the call `unknown` (never rerun)."""
-        path = f"/v1/host/calls/{quote_segment(call.call_id)}"
         try:
-            self._post(path, postable(call.kind, answer), ANSWER_TIMEOUT_SECS)
+            self._api.run(answer_call(call, answer))
         except BrainClientError as exc:
             log_unposted(call.call_id, exc)
-
-    def _post(self, path: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        data = json.dumps(body, allow_nan=False, separators=(",", ":")).encode()
-        answer = self._transport.request("POST", path, body=data,
-                                         headers={"Content-Type": "application/json"},
-                                         timeout=timeout)
-        if not 200 <= answer.status < 300:
-            raise api_error(answer.status, answer.body, answer.headers)
-        value = answer.json()
-        return value if isinstance(value, dict) else {}
-

@@ -4,17 +4,21 @@ The cached fields (`status`, `last_sequence`, `config`, `turn`, ...) are a snaps
 this handle last received a Session representation: at creation, `refresh()` and `end()`.
 Sends, submissions, streams and work running on the server never change them, so code that
 reads `.status` sees exactly what it last asked for; call `refresh()` to observe progress.
+
+Each method is one request of brain/client/routes.py carried out by the client's Api; the
+asyncio handle (async_session.py) runs the very same requests, awaited.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from brain.client import routes
 from brain.client.api import Api
 from brain.client.cancelling import send_with_signal
 from brain.client.keys import new_idempotency_key
-from brain.client.session_calls import SessionCalls, TurnInput
+from brain.client.routes import TurnInput
 from brain.client.shapes import (
     CancelAnswer,
     Event,
@@ -27,11 +31,18 @@ from brain.client.shapes import (
 from brain.client.signal import CancelSignal
 from brain.client.stream import EventStream
 
+ApiT = TypeVar("ApiT")
 
-class SessionSnapshot:
+
+class SessionSnapshot(Generic[ApiT]):
     """The cached state of a handle (sync or asyncio): the last Session representation it got."""
 
-    id: str
+    def __init__(self, api: ApiT, session_id: str,
+                 state: dict[str, Any] | None = None) -> None:
+        self._api = api
+        self.id = session_id
+        self._path = routes.session_path(session_id)
+        self._apply(state or {})
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self.id} status={self.status} "
@@ -51,31 +62,21 @@ class SessionSnapshot:
         return dict((self.config or {}).get("metadata") or {})
 
 
-class Session(SessionSnapshot):
-    def __init__(self, api: Api, session_id: str,
-                 state: dict[str, Any] | None = None) -> None:
-        self._api = api
-        self.id = session_id
-        self._calls = SessionCalls(api, session_id)
-        self._path = self._calls.path
-        self._apply(state or {})
-
+class Session(SessionSnapshot[Api]):
     # --- reading ----------------------------------------------------------------------------
 
     def refresh(self) -> Session:
         """Re-read GET /v1/sessions/{id} into the cached fields; never activates the session."""
-        self._apply(self._calls.fetch_state())
+        self._apply(self._api.run(routes.get_session(self._path)))
         return self
 
     def transcript(self) -> Transcript:
         """The canonical messages and the journal sequence they are current through."""
-        return Transcript.from_json(self._api.call("GET", self._path + "/transcript").json())
+        return self._api.run(routes.transcript(self._path))
 
     def events_page(self, after: int = 0, limit: int | None = None) -> EventPage:
         """One page of committed Events after the exclusive cursor `after`."""
-        answer = self._api.call("GET", self._path + "/events",
-                                query={"after": after, "limit": limit})
-        return EventPage.from_json(answer.json())
+        return self._api.run(routes.events_page(self._path, after, limit))
 
     def events(self, cursor: int = 0, *, page_size: int | None = None) -> Iterator[Event]:
         """Every committed Event after `cursor`, reading pages until `has_more` is false.
@@ -118,9 +119,9 @@ class Session(SessionSnapshot):
         Retry an uncertain send with the same key, and as a send, never as a submit.
         """
         if signal is None:
-            return self._calls.post_send(input, idempotency_key, timeout)
+            return self._api.run(routes.send(self._path, input, idempotency_key, timeout))
         key = idempotency_key or new_idempotency_key()
-        return send_with_signal(self._calls, input, key, signal, timeout)
+        return send_with_signal(self._api, self.id, input, key, signal, timeout)
 
     def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async): the durable turn's receipt.
@@ -130,22 +131,17 @@ class Session(SessionSnapshot):
         Follow the turn with `follow(receipt.sequence - 1)` or `events(...)`.
         """
         key = idempotency_key or new_idempotency_key()
-        answer = self._api.call("POST", self._path + "/messages", body={"input": input},
-                                headers={"Prefer": "respond-async"}, idempotency_key=key)
-        return Receipt.from_json(answer.json())
+        return self._api.run(routes.submit(self._path, input, key))
 
     # --- lifecycle --------------------------------------------------------------------------
 
     def interrupt(self, idempotency_key: str | None = None) -> CancelAnswer:
         """POST cancel: stop work in flight; the session stays usable. Idle: sequence None."""
-        return self._calls.post_cancel(idempotency_key)
+        return self._api.run(routes.cancel(self._path, idempotency_key))
 
     def end(self, idempotency_key: str | None = None, *, timeout: float | None = None) -> Session:
         """End the session (waits for active work) and cache the ended Session."""
-        wait = self._api.turn_timeout if timeout is None else timeout
-        answer = self._api.call("POST", self._path + "/end", idempotency_key=idempotency_key,
-                                timeout=wait)
-        self._apply(answer.json())
+        self._apply(self._api.run(routes.end(self._path, idempotency_key, timeout)))
         return self
 
     def delete(self, idempotency_key: str | None = None) -> None:
@@ -153,12 +149,11 @@ class Session(SessionSnapshot):
 
         After a TeardownFailed, delete again with a *new* key to request another attempt.
         """
-        self._api.call("DELETE", self._path, idempotency_key=idempotency_key,
-                       timeout=self._api.turn_timeout)
+        self._api.run(routes.delete(self._path, idempotency_key))
 
     def create_token(self) -> str:
         """A bearer token good for this session alone; use it with `brain.with_token(...)`."""
-        return self._api.call("POST", self._path + "/tokens").json()["token"]
+        return self._api.run(routes.create_token(self._path))
 
     # --- branching --------------------------------------------------------------------------
 
@@ -167,6 +162,5 @@ class Session(SessionSnapshot):
         not inside a turn): the same configuration, the transcript and kv as they stood there,
         a journal of its own. Returns the new session's handle; this one is left as it was.
         Retry with the same key to get the same fork."""
-        state = self._api.call("POST", self._path + "/forks", body={"at_sequence": at_sequence},
-                               idempotency_key=idempotency_key).json()
+        state = self._api.run(routes.fork(self._path, at_sequence, idempotency_key))
         return Session(self._api, state["id"], state)

@@ -12,45 +12,28 @@ from __future__ import annotations
 
 import http.client
 import threading
+from typing import Any
 
-from brain.client.errors import BrainAPIError, TransportError, api_error
+from brain.client.errors import BrainAPIError, TransportError
 from brain.client.shapes import Event, ModelDelta
-from brain.client.stream_state import StreamState
+from brain.client.stream_state import CONNECT, ITEM, STOP, StreamBase
 from brain.client.transport import StreamConnection, Transport
 
 
-class EventStream:
+class EventStream(StreamBase[Transport]):
     """An iterator of Event (and ModelDelta when asked); use as a context manager or close()."""
 
-    def __init__(self, transport: Transport, path: str, *, after: int = 0, deltas: bool = False,
-                 timeout: float | None = None, max_reconnects: int = 5,
-                 backoff_secs: float = 0.2) -> None:
-        self._transport = transport
-        self._path = path
-        self._timeout = timeout
-        self._state = StreamState(after=after, deltas=deltas, max_reconnects=max_reconnects,
-                                  backoff_secs=backoff_secs)
+    def __init__(self, transport: Transport, path: str, **options: Any) -> None:
+        super().__init__(transport, path, **options)
         self._conn: StreamConnection | None = None
         self._wake = threading.Event()
 
     def connect(self) -> EventStream:
         """Open the stream now: when this returns the server has subscribed it, so live model
         deltas of a turn submitted afterwards reach it (they are never replayed)."""
-        self._transport.check_open()
-        state = self._state
-        if self._conn is None and not state.closed and not state.connected_once:
+        if self._first_connection_due():
             self._connect()
         return self
-
-    @property
-    def cursor(self) -> int:
-        """The sequence of the last committed Event delivered (or the starting cursor)."""
-        return self._state.cursor
-
-    @property
-    def reconnects(self) -> int:
-        """How many times the stream connected again after its first connection."""
-        return self._state.reconnects
 
     def __iter__(self) -> EventStream:
         return self
@@ -59,18 +42,17 @@ class EventStream:
         state = self._state
         while True:
             self._transport.check_open()
-            if state.closed:
-                raise StopIteration
-            if state.pending:
+            step = state.next_step(connected=self._conn is not None)
+            if step == ITEM:
                 return state.pending.popleft()
-            if state.ended:
+            if step == STOP:
                 self.close()
                 raise StopIteration
-            if self._conn is None:
+            if step == CONNECT:
                 self._connect()
                 continue
             try:
-                line = self._conn.readline()
+                line = self._conn.readline()  # type: ignore[union-attr]
             except Exception as exc:
                 if state.closed:
                     # close() from another thread shut the connection under this read;
@@ -126,16 +108,15 @@ class EventStream:
         except TransportError as exc:
             state.unreachable(exc)
             return
-        if conn.status != 200:
-            body = conn.read_all()
-            conn.close()
-            state.refused(conn.status, api_error(conn.status, body, conn.headers))
-            return
-        if state.closed:
-            conn.close()
-            return
-        self._conn = conn
-        state.connected()
+        keep = False
+        try:
+            keep = state.answered(conn.status, conn.headers,
+                                  conn.read_all() if conn.status != 200 else b"")
+        finally:
+            if keep:
+                self._conn = conn
+            else:
+                conn.close()
 
     def _drop(self, error: BaseException | None) -> None:
         conn, self._conn = self._conn, None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from brain.client.errors import (
     BrainAPIError,
@@ -30,6 +30,8 @@ from brain.protocol.records import SESSION_ENDED
 
 END_KINDS = frozenset({SESSION_ENDED})
 MAX_BACKOFF_SECS = 5.0
+ITEM, STOP, CONNECT, READ = "item", "stop", "connect", "read"
+"""What a stream does next (StreamState.next_step): hand over an item, stop, connect, read."""
 
 
 class StreamState:
@@ -49,6 +51,15 @@ class StreamState:
         self.ended = False
         self.closed = False
         self.reconnects = 0
+
+    def next_step(self, connected: bool) -> str:
+        """ITEM: hand over `pending[0]`; STOP: close and end the iteration (closed, or ended
+        with nothing pending); CONNECT when no connection is open; READ from it otherwise."""
+        if self.closed or (self.ended and not self.pending):
+            return STOP
+        if self.pending:
+            return ITEM
+        return READ if connected else CONNECT
 
     def pause_before_connect(self) -> float | None:
         """Seconds to wait before the next connection attempt (None for the first, or after
@@ -85,6 +96,18 @@ class StreamState:
             return
         raise error
 
+    def answered(self, status: int, headers: dict[str, str], body: bytes) -> bool:
+        """A connection attempt was answered `status` (`body`: a refusal's, else unread): True
+        when the connection is now the stream's; else the caller closes it (and this raised the
+        refusal, ended the stream or counted a failure)."""
+        if status != 200:
+            self.refused(status, api_error(status, body, headers))
+            return False
+        if self.closed:
+            return False
+        self.connected()
+        return True
+
     def connected(self) -> None:
         """A connection answered 200 and is now the stream's."""
         self.parser = SseParser()
@@ -117,6 +140,42 @@ class StreamState:
                 if item.kind in END_KINDS:
                     self.ended = True
             self.pending.append(item)
+
+
+class Opener(Protocol):
+    def check_open(self) -> None: ...
+
+
+TransportT = TypeVar("TransportT", bound=Opener)
+
+
+class StreamBase(Generic[TransportT]):
+    """What the sync and the asyncio stream hold alike: the transport, the path, the per-read
+    timeout and the StreamState that decides everything."""
+
+    def __init__(self, transport: TransportT, path: str, *, after: int = 0,
+                 deltas: bool = False, timeout: float | None = None, max_reconnects: int = 5,
+                 backoff_secs: float = 0.2) -> None:
+        self._transport = transport
+        self._path = path
+        self._timeout = timeout
+        self._state = StreamState(after=after, deltas=deltas, max_reconnects=max_reconnects,
+                                  backoff_secs=backoff_secs)
+
+    @property
+    def cursor(self) -> int:
+        """The sequence of the last committed Event delivered (or the starting cursor)."""
+        return self._state.cursor
+
+    @property
+    def reconnects(self) -> int:
+        """How many times the stream connected again after its first connection."""
+        return self._state.reconnects
+
+    def _first_connection_due(self) -> bool:
+        """`connect()` opens the first connection, once, and only on an open client."""
+        self._transport.check_open()
+        return not self._state.closed and not self._state.connected_once
 
 
 def decode_message(message: SseEvent, cursor: int, deltas: bool) -> Event | ModelDelta | None:

@@ -20,56 +20,23 @@ client never cancels, ends or deletes anything.
 from __future__ import annotations
 
 import http.client
-import json
 import select
 import socket
 import ssl
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
-from brain.client.errors import ClientClosed, ProtocolError, RequestTimeout, TransportError
-
-REPEATABLE_METHODS = frozenset({"GET", "HEAD"})
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    """Seconds allowed for each socket operation, by kind of request.
-
-    `request` must exceed the server's own bounds on ordinary operations (submit and cancel wait
-    up to 60 s for the session); `turn` covers operations that wait for a whole turn or teardown
-    (send, end, delete) and defaults to the server's BRAIN_MAX_TURN_SECS plus its 120 s margin;
-    `stream` must exceed the 15 s keep-alive comments of SSE, or an idle stream would reconnect.
-    """
-
-    connect: float = 10.0
-    request: float = 90.0
-    turn: float = 1920.0
-    stream: float = 45.0
-
-
-@dataclass(frozen=True)
-class Response:
-    """A complete answer; header names are lower-case."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError as exc:
-            raise ProtocolError(f"answer {self.status} is not JSON: {self.body[:200]!r}") from exc
-
-
-def quote_segment(value: str) -> str:
-    """A path segment with everything but unreserved characters escaped."""
-    return quote(value, safe="")
+from brain.client.errors import ClientClosed
+from brain.client.routes import (  # noqa: F401 (Response, Timeouts, quote_segment: their old home)
+    Response,
+    Timeouts,
+    lost,
+    may_resend,
+    quote_segment,
+)
 
 
 class _Failure(Exception):
@@ -140,7 +107,6 @@ class Transport:
         """One exchange; retried once on a fresh connection only when repeating it is safe."""
         all_headers = {**self._default_headers, **(headers or {})}
         key = all_headers.get("Idempotency-Key")
-        repeatable = method in REPEATABLE_METHODS or key is not None
         target = self.target(path, query)
         wait = self.timeouts.request if timeout is None else timeout
         retried = False
@@ -151,18 +117,12 @@ class Transport:
             except _Failure as failure:
                 if self._closed:
                     raise ClientClosed("the client was closed during the request") from None
-                cause, phase = failure.cause, failure.phase
-                sent = phase != "connect"
-                if isinstance(cause, TimeoutError):
-                    raise RequestTimeout(
-                        f"{method} {target}: no answer within {wait} s (during {phase})",
-                        maybe_applied=sent, idempotency_key=key) from cause
-                if reused and repeatable and not retried:
+                timed_out = isinstance(failure.cause, TimeoutError)
+                if reused and not timed_out and not retried and may_resend(method, all_headers):
                     retried = True  # the server closed a kept-alive connection: reopen once
                     continue
-                raise TransportError(f"{method} {target}: connection failed during {phase}: "
-                                     f"{cause!r}", maybe_applied=sent,
-                                     idempotency_key=key) from cause
+                raise lost(f"{method} {target}", phase=failure.phase, timed_out=timed_out,
+                           wait=wait, key=key, cause=failure.cause) from failure.cause
 
     def _exchange(self, conn: http.client.HTTPConnection, method: str, target: str,
                   body: bytes | None, headers: dict[str, str], wait: float) -> Response:
@@ -256,9 +216,10 @@ class Transport:
             self._release_stream(conn, sock)
             if self._closed:
                 raise ClientClosed("the client was closed") from None
-            error = RequestTimeout if isinstance(exc, TimeoutError) else TransportError
-            raise error(f"GET {target}: stream failed during {phase}: {exc!r}",
-                        maybe_applied=False) from exc
+            error = lost(f"GET {target} (stream)", phase=phase, key=None, wait=wait,
+                         timed_out=isinstance(exc, TimeoutError), cause=exc)
+            error.maybe_applied = False  # a GET changes nothing
+            raise error from exc
         except BaseException:
             self._release_stream(conn, sock)
             raise

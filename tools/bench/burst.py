@@ -1,6 +1,6 @@
 """A burst of async submits against a real `brain serve`: time to the 202, then every turn ends.
 
-Usage: python -m tools.bench.burst [--sessions 600] [--delay-ms 5000]
+Usage: python -m tools.bench.burst [--sessions 600] [--delay-ms 5000] [--record]
                                    [--baseline SRC --rounds 2]
 
 `--baseline SRC` names the source tree of another Brain (e.g. `git archive REV brain | tar -x
@@ -43,6 +43,7 @@ import requests
 from brain.protocol.records import TURN_ENDED, TURN_FAILED, TURN_STARTED
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, percentile
+from tools.bench.ledger import add_record_flag, recorded
 from tools.bench.workload import ANSWER, BURST_MODEL_DELAY_MS, SLOW_MODEL, brain_config
 
 RESPONSE_TIMEOUT_SECS = 120.0
@@ -290,6 +291,7 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=int, default=BURST_MODEL_DELAY_MS)
     parser.add_argument("--baseline", type=Path, help="source tree of the Brain to compare")
     parser.add_argument("--rounds", type=int, default=1)
+    add_record_flag(parser, "burst")
     args = parser.parse_args()
     print(f"before: {loadavg()}; scripted answer of {len(ANSWER)} bytes after "
           f"{args.delay_ms} ms")
@@ -311,6 +313,12 @@ def main() -> None:
         for line in describe(result):
             print(f"  {line}")
         print(f"  {loadavg()}", flush=True)
+        times = result.admission_seconds()
+        recorded("burst", {"sessions": args.sessions, "delay_ms": args.delay_ms,
+                           "slowest_ms": max(times, default=float("nan")) * 1000,
+                           "p50_ms": percentile(times, 0.5) * 1000,
+                           "errors": len(result.errors()), "refused": len(result.refused()),
+                           "ended": result.ended}, args.record)
     print(f"after: {loadavg()}")
 
 

@@ -52,6 +52,7 @@ from tests.support.server import BrainServer
 from tools.bench import actor_memory
 from tools.bench.burst import burst, describe
 from tools.bench.common import bench_server, loadavg, percentile, raw_fdatasync_rate
+from tools.bench.ledger import add_record_flag, recorded
 from tools.bench.sessions import released_vs_resident
 from tools.bench.turns import WARM_UP_TURNS, batches, concurrent_turns, sequential_turns, settle
 from tools.bench.workload import TEXT_MODEL, TOOL_MODEL, brain_config
@@ -296,7 +297,34 @@ def summary(rounds: list[Round], released: tuple[list[float], list[float]],
     return out + [f"  burst: {text}" for text in burst_lines]
 
 
-def run(profile: Profile, durability: str, quick: bool) -> None:
+def figures(rounds: list[Round], released: tuple[list[float], list[float]],
+            memory: actor_memory.ActorMemory, checks: dict, profile: Profile,
+            durability: str, quick: bool) -> dict[str, Any]:
+    """The run's figures as one ledger row (docs/results/compare.csv)."""
+    lat_rel, lat_res = released
+    return {
+        "profile": "quick" if quick else "full", "rounds": len(rounds),
+        "peer_durability": durability,
+        "text_x16_ratio": median_ratio(rounds, "brain_text_rate", "peer_text_rate")[0],
+        "single_p50_ratio": median_ratio(rounds, "brain_p50", "peer_p50")[0],
+        "tools_x16_ratio": median_ratio(rounds, "brain_tool_rate", "peer_tool_rate")[0],
+        "text_x16_turns_per_s": statistics.median(r.brain_text_rate for r in rounds),
+        "tools_x16_turns_per_s": statistics.median(r.brain_tool_rate for r in rounds),
+        "single_p50_ms": statistics.median(r.brain_p50 for r in rounds) * 1000,
+        "released_p50_ms": percentile(lat_rel, 0.5) * 1000,
+        "resident_p50_ms": percentile(lat_res, 0.5) * 1000,
+        "burst_sessions": checks["sessions"], "burst_max_ms": checks["max"] * 1000,
+        "burst_p50_ms": checks["p50"] * 1000, "burst_errors": checks["errors"],
+        "burst_ended": checks["ended"],
+        "fsync_ceiling": statistics.median(r.ceiling_ratio() for r in rounds),
+        "commits_per_text_turn": statistics.median(r.commits_per_turn for r in rounds),
+        "idle_actor_uss_mib": actor_memory.ActorMemory.median_mib(memory.idle_uss_kib),
+        "session_uss_mib": actor_memory.ActorMemory.median_mib(memory.session_uss_kib),
+        "hung_turns": sum(len(r.hung) for r in rounds),
+    }
+
+
+def run(profile: Profile, durability: str, quick: bool, record: bool = False) -> None:
     began = time.monotonic()
     print(f"Brain vs LangGraph {version('langgraph')} + langgraph-checkpoint-sqlite "
           f"{version('langgraph-checkpoint-sqlite')} (SqliteSaver, WAL, synchronous=FULL, "
@@ -323,6 +351,8 @@ def run(profile: Profile, durability: str, quick: bool) -> None:
     for text in summary(rounds, (lat_rel, lat_res), memory, describe(result), checks, quick):
         print(text)
     print(f"after: {loadavg()}; took {time.monotonic() - began:.0f} s")
+    recorded("compare", figures(rounds, (lat_rel, lat_res), memory, checks, profile,
+                                durability, quick), record)
 
 
 def main() -> None:
@@ -332,6 +362,7 @@ def main() -> None:
     parser.add_argument("--burst", type=int, help="sessions in the burst (default 600)")
     parser.add_argument("--peer-durability", choices=("async", "sync", "exit"), default="async",
                         help="LangGraph's durability mode (default: its own default, async)")
+    add_record_flag(parser, "compare")
     args = parser.parse_args()
     if importlib.util.find_spec("langgraph") is None:
         raise SystemExit("the LangGraph peer needs the bench extra: pip install -e '.[bench]'")
@@ -340,7 +371,7 @@ def main() -> None:
         profile = Profile(**{**profile.__dict__,
                              **({"rounds": args.rounds} if args.rounds else {}),
                              **({"burst": args.burst} if args.burst else {})})
-    run(profile, args.peer_durability, args.quick)
+    run(profile, args.peer_durability, args.quick, args.record)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Usage: python -m tools.bench.fleet [--workload n1000|n400|submit5000|small ...] [--quick]
                                    [--sessions N] [--turns K] [--delay-ms D] [--warm-up W]
                                    [--no-peer] [--peer-durability async|sync|exit]
-                                   [--env NAME=VALUE ...] [--json]
+                                   [--env NAME=VALUE ...] [--json] [--record]
 
 Needs the `bench` extra for the LangGraph arm (`pip install -e '.[bench]'`). A real agent's turn
 spends most of its time waiting on a model that answers in seconds, so what counts is how many
@@ -124,6 +124,7 @@ from tools.bench.fleet_measure import raise_descriptor_limit
 from tools.bench.fleet_peer import peer_arm
 from tools.bench.fleet_shapes import MIB, PRESETS, QUICK, ArmResult, Workload
 from tools.bench.fleet_submit import brain_submit_arm
+from tools.bench.ledger import add_record_flag, recorded
 from tools.bench.workload import ANSWER
 
 # --- the report -----------------------------------------------------------------------------
@@ -278,8 +279,33 @@ def wave_bound_efficiency(w: Workload, arm: ArmResult, cpus: int) -> float:
 # --- main -----------------------------------------------------------------------------------
 
 
+def ledger_row(w: Workload, brain: ArmResult, peer: ArmResult | None) -> dict[str, Any]:
+    """One workload's figures as a row of docs/results/fleet.csv."""
+    def per_turn(arm: ArmResult | None) -> float | None:
+        return arm.cpu_secs / arm.ok * 1000 if arm and arm.ok else None
+
+    row: dict[str, Any] = {
+        "workload": w.name, "sessions": w.sessions, "turns": w.turns, "delay_ms": w.delay_ms,
+        "errors": brain.error_count, "ok": brain.ok, "turns_per_s": brain.turns_per_sec,
+        "peer_turns_per_s": peer.turns_per_sec if peer else None,
+        "ratio_to_peer": (brain.turns_per_sec / peer.turns_per_sec
+                          if peer and peer.turns_per_sec else None),
+        "efficiency": brain.efficiency, "peer_efficiency": peer.efficiency if peer else None,
+        "p50_s": percentile(brain.latencies, 0.5), "p99_s": percentile(brain.latencies, 0.99),
+        "cpu_ms_per_turn": per_turn(brain), "peer_cpu_ms_per_turn": per_turn(peer),
+        "mib_per_waiting_turn": brain.mib_per_waiting_turn(w.sessions),
+        "peak_pss_mib": brain.peak_pss_kib / MIB,
+        "commits_per_turn": statistics.median(brain.commits) if brain.commits else None,
+    }
+    if w.submit:
+        x = brain.extra
+        row.update({"slowest_202_s": x["answer_max_secs"], "p50_202_s": x["answer_p50_secs"],
+                    "healthz_max_s": x["healthz_floor"]["max_secs"]})
+    return row
+
+
 def run_workload(w: Workload, env: dict[str, str], durability: str, with_peer: bool,
-                 log: Callable[[str], None]) -> dict[str, Any]:
+                 log: Callable[[str], None], record: bool = False) -> dict[str, Any]:
     """Brain's arm, then (if the workload has one) the LangGraph arm; their report."""
     log(f"\n== {w.describe()}")
     log(f"  before: {loadavg()}")
@@ -292,6 +318,7 @@ def run_workload(w: Workload, env: dict[str, str], durability: str, with_peer: b
     verdicts = targets(w, brain, peer)
     for text in arm_lines(brain, w) + (arm_lines(peer, w) if peer else []) + [""] + verdicts:
         log(text)
+    recorded("fleet", ledger_row(w, brain, peer), record)
     return {"workload": w.__dict__, "brain": brain.summary(w.sessions),
             "peer": peer.summary(w.sessions) if peer else None, "targets": verdicts}
 
@@ -337,6 +364,7 @@ def main() -> None:
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the server (repeatable)")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_record_flag(parser, "fleet")
     args = parser.parse_args()
     run_all(chosen(args), args)
 
@@ -362,7 +390,8 @@ def run_all(workloads: list[Workload], args: argparse.Namespace) -> None:
         if importlib.util.find_spec("langgraph") is None:
             raise SystemExit("the LangGraph arm needs the bench extra: pip install -e "
                              "'.[bench]' (or --no-peer)")
-    reports = [run_workload(w, env, args.peer_durability, with_peer, log) for w in workloads]
+    reports = [run_workload(w, env, args.peer_durability, with_peer, log, args.record)
+               for w in workloads]
     log(f"\nafter: {loadavg()}; took {time.monotonic() - began:.0f} s")
     if args.json:
         print(json.dumps({"workloads": reports}, default=str))

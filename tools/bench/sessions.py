@@ -1,6 +1,6 @@
 """Cost of a suspended session vs a resident one, and private memory per resident session.
 
-Usage: python -m tools.bench.sessions [--turns 100] [--resident 20] [--gap-ms 50]
+Usage: python -m tools.bench.sessions [--turns 100] [--resident 20] [--gap-ms 50] [--record]
 
 (1) Turn latency of a session released after every turn (the default: each turn opens the
 checkpoint and creates the session actor) vs one created with `idle_ttl_ms: 0` (its actor stays),
@@ -21,6 +21,7 @@ from typing import Any
 
 from tests.support.server import BrainServer, group_pids
 from tools.bench.common import bench_server, loadavg, percentile, pss_kib, summary_ms, uss_kib
+from tools.bench.ledger import add_record_flag, recorded
 
 DEADLINE_SECS = 300.0
 
@@ -62,7 +63,7 @@ def released_vs_resident(server: BrainServer, turns: int, gap_ms: int,
     return lat_released, lat_resident, procs_before_released
 
 
-def run(turns: int, resident: int, gap_ms: int) -> None:
+def run(turns: int, resident: int, gap_ms: int, record: bool = False) -> None:
     print(f"before: {loadavg()}")
     with bench_server() as server:
         pgid = server.proc.pid  # type: ignore[union-attr]
@@ -111,6 +112,13 @@ def run(turns: int, resident: int, gap_ms: int) -> None:
     print(f"USS growth of pre-existing processes: total {sum(g for g, _ in grown):.2f} MiB, "
           f"largest {grown[-1][0]:.2f} MiB (pid {grown[-1][1]})" if grown else "")
     print(f"after: {loadavg()}")
+    recorded("sessions", {
+        "released_p50_ms": p50s * 1000, "released_p99_ms": p99s * 1000,
+        "resident_p50_ms": p50r * 1000, "resident_p99_ms": p99r * 1000,
+        "released_over_resident": p50s / p50r,
+        "pss_per_resident_mib": (pss_a - pss_b) / resident / 1024,
+        "new_process_uss_mib": statistics.median(after[p][0] / 1024 for p in new) if new else None,
+    }, record)
 
 
 def main() -> None:
@@ -118,8 +126,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--resident", type=int, default=20)
     parser.add_argument("--gap-ms", type=int, default=50)
+    add_record_flag(parser, "sessions")
     args = parser.parse_args()
-    run(args.turns, args.resident, args.gap_ms)
+    run(args.turns, args.resident, args.gap_ms, args.record)
 
 
 if __name__ == "__main__":

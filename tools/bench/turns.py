@@ -1,7 +1,7 @@
 """Sync turn latency and throughput against a real `brain serve`, vs the disk's fsync rate.
 
 Usage: python -m tools.bench.turns [--arm text|tools] [--turns 200] [--sessions 16]
-                                   [--per-session 20] [--resident]
+                                   [--per-session 20] [--resident] [--record]
 
 `--arm text` (default): p50/p99 latency over sequential text turns in one session, then turns/s
 over concurrent sessions. `--arm tools`: every turn is 2 model rounds of 4 parallel `echo` tool
@@ -30,7 +30,14 @@ from brain.client.errors import RequestTimeout
 from brain.client.transport import Timeouts, Transport
 from brain.protocol.records import TOOL_CALL_ENDED
 from tests.support.server import BrainServer, group_pids
-from tools.bench.common import journal_batches_per_turn, loadavg, raw_fdatasync_rate, summary_ms
+from tools.bench.common import (
+    journal_batches_per_turn,
+    loadavg,
+    percentile,
+    raw_fdatasync_rate,
+    summary_ms,
+)
+from tools.bench.ledger import add_record_flag, recorded
 
 TOOL_CONFIG = """
 [models.tooluser]
@@ -210,7 +217,8 @@ def alternated_rounds(servers: dict[str, BrainServer], sids: dict[str, str], rou
     return samples, medians
 
 
-def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -> None:
+def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool,
+        record: bool = False) -> None:
     policy = "resident (idle_ttl_ms 0)" if resident else "default (released after each turn)"
     print(f"arm {arm}, {policy} sessions; before: {loadavg()}")
     with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
@@ -267,6 +275,14 @@ def run(arm: str, turns: int, sessions: int, per_session: int, resident: bool) -
           f"= {turn_rate * per_turn / fsync_rate:.3f} of the raw rate")
     print(f"turn rate / fsync ceiling ({ceiling:,.0f} turns/s): {turn_rate / ceiling:.3f}")
     print(f"after: {loadavg()}")
+    recorded("turns", {
+        "arm": arm, "resident": resident, "sessions": sessions, "per_session": per_session,
+        "seq_p50_ms": percentile(latencies, 0.5) * 1000,
+        "seq_p99_ms": percentile(latencies, 0.99) * 1000,
+        "concurrent_turns_per_s": turn_rate,
+        "tool_calls_per_s": tool_calls / elapsed if arm == "tools" else None,
+        "commits_per_turn": per_turn, "fsync_ceiling": turn_rate / ceiling,
+        "hung_turns": len(hung)}, record)
 
 
 def main() -> None:
@@ -277,8 +293,9 @@ def main() -> None:
     parser.add_argument("--per-session", type=int, default=20)
     parser.add_argument("--resident", action="store_true",
                         help="create sessions with idle_ttl_ms 0 (the actor stays between turns)")
+    add_record_flag(parser, "turns")
     args = parser.parse_args()
-    run(args.arm, args.turns, args.sessions, args.per_session, args.resident)
+    run(args.arm, args.turns, args.sessions, args.per_session, args.resident, args.record)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
 from brain.replayer.turn_history import TurnOnRecord, load_turn
 from brain.session_limits import limits_from
+from brain.sessions.asked_limits import effective_limits
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import Limits
 from brain.sessions.turns import activation_payload
@@ -43,13 +44,14 @@ def replay_turn(settings: Settings, session_id: str, turn: int | None = None,
     except (AgentloopError, OSError) as exc:
         raise ReplayRefused(INVALID, f"Agentloop {path} cannot be run: "
                                      f"{getattr(exc, 'message', exc)}") from None
-    limits = _limits(settings)
     history = on_record.history
+    # the session's and the turn's own limits, as the live turn ran under them
+    limits = effective_limits(_limits(settings), history.base.config, history.turn_limits)
     replay = Replay(session_id, limits, history, on_record.turn, on_record.activation,
                     passed_over=on_record.passed_over)
     walk = _Walk(replay, history.records, on_record.stopped)
     payload = activation_payload(session_id, on_record.turn, history.turn_input, limits)
-    deadline = time.monotonic() + settings.max_turn_secs if settings.max_turn_secs else None
+    deadline = time.monotonic() + limits.max_turn_secs if limits.max_turn_secs else None
     try:
         returned: dict[str, Any] | None = runtime.activate(path, payload, walk.guest_call,
                                                            deadline)

@@ -18,6 +18,7 @@ from typing import Any
 
 from brain.actors.session.activation import wasm_cache_dir
 from brain.agentloop import AgentloopError, AgentloopRuntime
+from brain.agentloop.precompile import precompile_in_child
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
 from brain.replayer.turn_history import TurnOnRecord, load_turn
@@ -37,9 +38,13 @@ def replay_turn(settings: Settings, session_id: str, turn: int | None = None,
         raise ReplayRefused(NOT_FOUND, f"no session {session_id!r}")
     on_record = load_turn(settings.sessions_path / session_id, session_id, turn)
     path = Path(agentloop if agentloop is not None else on_record.agentloop.get("path", ""))
+    cache_dir = wasm_cache_dir(settings)
     runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20,
-                               cache_dir=wasm_cache_dir(settings))
+                               cache_dir=cache_dir)
     try:
+        # A component not in the machine's cache is compiled there first, on every CPU and
+        # announced on stderr (brain/agentloop/precompile.py); this process only maps it.
+        precompile_in_child([str(path)], cache_dir)
         sha256 = runtime.prepare(path)
     except (AgentloopError, OSError) as exc:
         raise ReplayRefused(INVALID, f"Agentloop {path} cannot be run: "

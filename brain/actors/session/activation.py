@@ -66,8 +66,14 @@ _runtime = None
 
 
 def wasm_cache_dir(settings: Settings) -> Path:
-    """Where compiled Agentloops are kept serialized: a directory only Brain writes to."""
-    return settings.data_path / "run" / "wasm-cache"
+    """Where compiled Agentloops are kept serialized: the machine's one cache, private to its
+    user, which `brain agentloop build`, `check` and `replay` fill too
+    (brain/agentloop/compile_cache.py)."""
+    from brain.agentloop.compile_cache import machine_cache_dir
+
+    if settings.agentloop_cache is not None:
+        return settings.agentloop_cache.expanduser().absolute()
+    return machine_cache_dir()
 
 
 def agentloop_runtime(settings: Settings) -> Any:

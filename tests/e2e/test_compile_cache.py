@@ -107,3 +107,34 @@ def test_serve_answers_healthz_while_it_compiles_and_readyz_says_what(
         assert twice.returncode == 0 and "compiling" not in twice.stderr, twice.stderr
     finally:
         again.kill()
+
+
+def test_two_commands_meeting_a_new_file_compile_it_once(tmp_path: Path,
+                                                         component: Path) -> None:
+    cache = tmp_path / "cache"
+    env = {**os.environ, "BRAIN_AGENTLOOP_CACHE": str(cache)}
+    command = [sys.executable, "-m", "brain.cli", "agentloop", "check", str(component)]
+    both = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env) for _ in range(2)]
+    said = [proc.communicate(timeout=COMMAND_TIMEOUT_SECS) for proc in both]
+    assert [proc.returncode for proc in both] == [0, 0], said
+    stderr = [err for _, err in said]
+    assert sum("brain: compiling Agentloop mine.wasm" in err for err in stderr) == 1, stderr
+    assert sum("waiting for another process compiling" in err for err in stderr) == 1, stderr
+    assert not list(cache.glob("*.compiling")), "the claim was left behind"
+
+
+def test_a_claim_left_by_a_dead_process_is_taken_over(tmp_path: Path, component: Path) -> None:
+    from brain.agentloop.compile_cache import claim_path, sha256_of
+    from brain.agentloop.components import artifact_name
+
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    dead = subprocess.Popen(["true"])  # a pid that has exited
+    dead.wait(timeout=10)
+    artifact = cache / artifact_name(sha256_of(component.read_bytes()))
+    claim_path(artifact).write_text(str(dead.pid))
+    done = brain(cache, "agentloop", "check", str(component))
+    assert done.returncode == 0, done.stderr
+    assert "waiting" not in done.stderr and "brain: compiled Agentloop mine.wasm" in done.stderr
+    assert artifact.is_file() and not claim_path(artifact).exists()

@@ -6,15 +6,20 @@ has a watch: once the time since the activation began passes the bound, and the 
 computing (not inside a guest call, where it waits on the actor, a model or a Tool), the watch
 logs one warning naming the session, the turn and the Agentloop. When the bound passes while
 the guest waits, the watch looks again shortly after that call returns. At most one warning
-per activation; an activation that ends first costs one timer, cancelled.
+per activation. One timer thread per process serves every watch (a heap of due times), so an
+activation costs a heap entry, not a thread: a busy session actor runs hundreds a second.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
+import os
 import threading
 import time
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 log = logging.getLogger("brain.agentloop")
@@ -37,16 +42,11 @@ class RunawayWatch:
         self._in_call = 0
         self._due = False  # the bound passed while the guest waited
         self._stopped = False
-        self._timer: threading.Timer | None = None
         if warn_after > 0:
             self._arm(warn_after)
 
     def _arm(self, secs: float) -> None:
-        timer = threading.Timer(secs, self._look)
-        timer.daemon = True
-        timer.name = f"runaway-watch-{self.turn}"
-        self._timer = timer
-        timer.start()
+        _timers().call_at(time.monotonic() + secs, self._look)
 
     def _look(self) -> None:
         with self._lock:
@@ -78,9 +78,63 @@ class RunawayWatch:
                     self._arm(LOOK_AGAIN_SECS)
 
     def stop(self) -> None:
-        """The activation ended: no warning after this."""
+        """The activation ended: no warning after this (its heap entry is dropped when due)."""
         with self._lock:
             self._stopped = True
-            timer = self._timer
-        if timer is not None:
-            timer.cancel()
+
+
+class _Timers:
+    """One daemon thread calling each due callback; sleeps until the earliest."""
+
+    def __init__(self) -> None:
+        self._due: list[tuple[float, int, weakref.WeakMethod]] = []
+        self._order = itertools.count()
+        self._wake = threading.Condition()
+        self.pid = os.getpid()
+        threading.Thread(target=self._run, name="runaway-watch", daemon=True).start()
+
+    def call_at(self, when: float, callback: Callable[[], None]) -> None:
+        """Call the bound method `callback` at `when` (time.monotonic()), unless its object is
+        gone by then: a finished activation's watch is not kept alive for a minute."""
+        entry = (when, next(self._order), weakref.WeakMethod(callback))  # type: ignore[arg-type]
+        with self._wake:
+            heapq.heappush(self._due, entry)
+            if self._due[0] is entry:
+                self._wake.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._wake.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                _, _, method = heapq.heappop(self._due)
+            callback = method()
+            if callback is None:
+                continue
+            try:
+                callback()
+            except Exception:  # a warning that failed must not stop the others
+                log.exception("the runaway watch failed")
+
+
+_timers_lock = threading.Lock()
+_current: _Timers | None = None
+
+
+def _reset_lock_in_child() -> None:
+    # A fork taken while another thread held the lock would leave it locked forever.
+    global _timers_lock
+    _timers_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_reset_lock_in_child)
+
+
+def _timers() -> _Timers:
+    """This process's timer thread, started on first use (and again in a forked child, where
+    the parent's thread does not run)."""
+    global _current
+    with _timers_lock:
+        if _current is None or _current.pid != os.getpid():
+            _current = _Timers()
+        return _current

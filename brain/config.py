@@ -34,6 +34,7 @@ CREATE_FIELDS = {
     "transcript": list,
     "idle_ttl_ms": int,
     "metadata": dict,
+    "limits": dict,  # lower turn limits: checked and recorded by brain/sessions/asked_limits.py
 }
 MESSAGE_ROLES = ("user", "assistant", "tool", "system")  # the roles every model provider maps
 DEFAULT_AGENTLOOP = "default"

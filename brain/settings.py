@@ -150,6 +150,13 @@ SETTINGS: tuple[Setting, ...] = (
             "wall time per turn; 0 = no bound"),
     Setting("max_tool_secs", "BRAIN_MAX_TOOL_SECS", 300, _non_negative_int,
             "deadline handed to every Tool call; 0 = no bound"),
+    Setting("agentloop_cache", "BRAIN_AGENTLOOP_CACHE", None, Path,
+            "the machine's cache of compiled Agentloop components, which `brain serve`, "
+            "`brain agentloop build`/`check` and `brain replay` share (private to its user)",
+            "`$XDG_CACHE_HOME/brain/agentloops`, else `~/.cache/brain/agentloops`"),
+    Setting("compute_warn_secs", "BRAIN_COMPUTE_WARN_SECS", 60, _non_negative_int,
+            "a turn whose Agentloop is computing (not waiting on a model, Tool or Brain) this "
+            "long is named once in the server log, at warning level; 0 = never"),
     Setting("host_environment_secs", "BRAIN_HOST_ENVIRONMENT_SECS", 30, _host_environment_secs,
             "deadline of a host Environment's setup, detach and teardown (1-45)"),
     Setting("max_emitted_bytes", "BRAIN_MAX_EMITTED_BYTES", 1 << 20, _non_negative_int,
@@ -275,6 +282,8 @@ class Settings:
     api_token: str | None
     max_model_calls: int
     max_turn_secs: int
+    compute_warn_secs: int
+    agentloop_cache: Path | None
     max_tool_secs: int
     host_environment_secs: int
     max_emitted_bytes: int

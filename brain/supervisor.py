@@ -37,6 +37,8 @@ from brain.web.idempotency import new_boot_id
 ACTOR_READY_TIMEOUT_SECS = 60.0
 ACTOR_STOP_TIMEOUT_SECS = 20.0
 HTTP_READY_TIMEOUT_SECS = 60.0
+# How long a start may spend compiling the configured Agentloops before /readyz says ready.
+PREPARE_TIMEOUT_SECS = 900.0
 
 
 PACKAGED_GUNICORN_CONFIG = "python:brain.web.gunicorn_conf"
@@ -170,11 +172,13 @@ class Supervisor:
         self.web = subprocess.Popen(
             [sys.executable, "-P", "-m", "brain.web.gunicorn_main", "-c", self.gunicorn_config,
              "brain.web.wsgi:application"], env=env, preexec_fn=_child_setup)
-        if not self._wait_answering():
+        if not self._wait_answering("/healthz", HTTP_READY_TIMEOUT_SECS):
             return 0 if self.stopping else 1
         host, port = self.settings.listen_host_port
         print(f"Brain serving on http://{host}:{port} (data in {self.settings.data_path})",
               flush=True)
+        if not self._wait_answering("/readyz", HTTP_READY_TIMEOUT_SECS, PREPARE_TIMEOUT_SECS):
+            return 0 if self.stopping else 1
         notify_service_manager(f"READY=1\nSTATUS=serving on http://{host}:{port}", self.command)
         return None
 
@@ -224,22 +228,40 @@ class Supervisor:
             return f"the actor system (admin pid {self.admin_pid}) died"
         return None
 
-    def _wait_answering(self) -> bool:
-        """Wait until the HTTP server answers /readyz (so requests reach the actors too)."""
+    def _wait_answering(self, path: str, timeout: float, preparing_timeout: float = 0.0
+                        ) -> bool:
+        """Wait until the HTTP server answers `path` with 200: /healthz (it serves), then
+        /readyz (requests reach the actors too). While /readyz names what the server is still
+        preparing (Agentloops it compiles), that is said once and the wait may run to
+        `preparing_timeout`; when it ends, `ready` is said too."""
         host, port = self.settings.listen_host_port
-        deadline = time.monotonic() + HTTP_READY_TIMEOUT_SECS
-        while time.monotonic() < deadline and not self.stopping:
+        started = time.monotonic()
+        said_preparing = False
+        while not self.stopping:
             failure = self._failed_child()
             if failure is not None:
                 print(f"brain {self.command}: {failure}; stopping", file=sys.stderr,
                       flush=True)
                 return False
-            if http_answers(local_host(host), port, "/readyz"):
+            status, body = http_get(local_host(host), port, path)
+            if status == 200:
+                if said_preparing:
+                    print(f"Brain ready ({time.monotonic() - started:.1f} s after serving)",
+                          flush=True)
                 return True
+            preparing = body.get("preparing") if isinstance(body, dict) else None
+            if preparing and not said_preparing:
+                said_preparing = True
+                print(f"Brain preparing: {'; '.join(map(str, preparing))} (/readyz answers 503 "
+                      f"until done; sessions of other Agentloops are served meanwhile)",
+                      flush=True)
+            limit = preparing_timeout if preparing else timeout
+            if time.monotonic() - started > max(timeout, limit):
+                break
             time.sleep(0.1)
         if not self.stopping:
-            print(f"brain serve: http://{host}:{port}/readyz did not answer within "
-                  f"{HTTP_READY_TIMEOUT_SECS:.0f} s; stopping", file=sys.stderr)
+            print(f"brain serve: http://{host}:{port}{path} did not answer within "
+                  f"{time.monotonic() - started:.0f} s; stopping", file=sys.stderr)
         return False
 
     def drain(self) -> None:
@@ -284,14 +306,22 @@ class Supervisor:
         reap_adopted(set())
 
 
-def http_answers(host: str, port: int, path: str) -> bool:
-    """True when GET path on host:port answers 200."""
+def http_get(host: str, port: int, path: str) -> tuple[int | None, object]:
+    """GET path on host:port: the status and the JSON body (None when there is none)."""
+    import json
+
     connection = http.client.HTTPConnection(host, port, timeout=2.0)
     try:
         connection.request("GET", path)
-        return connection.getresponse().status == 200
+        response = connection.getresponse()
+        raw = response.read()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        return response.status, body
     except (OSError, http.client.HTTPException):
-        return False
+        return None, None
     finally:
         connection.close()
 

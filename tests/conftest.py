@@ -3,13 +3,18 @@ run only when asked for (`pytest -m torture`), whichever directory is run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.server import BrainServer
+from tests.support.server import TEST_AGENTLOOP_CACHE, BrainServer
 from tests.support.tls import certificate  # noqa: F401 - a fixture for the TLS tests
+
+# Compiles made by the tests themselves (`brain agentloop build` and `check` in a subprocess,
+# replays) fill the checkout's test cache, never the cache of the user who runs them.
+os.environ.setdefault("BRAIN_AGENTLOOP_CACHE", str(TEST_AGENTLOOP_CACHE))
 
 
 @pytest.fixture

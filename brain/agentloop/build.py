@@ -1,6 +1,6 @@
 """`brain agentloop build LOOP.py -o LOOP.wasm`: a Python Agentloop into a Wasm component.
 
-componentize-py (the optional extra `brain[agentloop]`; the server needs only wasmtime) does
+componentize-py (Brain's optional `agentloop` extra; the server needs only wasmtime) does
 the work: it bundles a CPython built for Wasm, the loop's module, the modules it imports from
 its own directory, and the guest library (brain_guest), runs their imports once at build time
 and snapshots the result, so a fresh instance starts with everything imported. WASI is stubbed
@@ -14,6 +14,7 @@ the loop's own traceback.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -70,6 +71,8 @@ def build(loop: str | os.PathLike[str], output: str | os.PathLike[str]) -> Built
         raise BuildError(f"{source.name}: the file name must be a Python module name "
                          f"(letters, digits, _), not one of Brain's own")
     target = Path(output).resolve()
+    if importlib.util.find_spec("componentize_py") is None:
+        raise BuildError(missing_componentize_py())
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="brain-agentloop-build-") as work:
         Path(work, f"{ENTRY_MODULE}.py").write_text(ENTRY_SOURCE.format(module=module))
@@ -80,6 +83,29 @@ def build(loop: str | os.PathLike[str], output: str | os.PathLike[str]) -> Built
         componentize(WIT_PATH, WORLD_NAME, ENTRY_MODULE, [Path(work), source.parent], target,
                      source.name)
     return Built(target, time.monotonic() - started, target.stat().st_size)
+
+
+def missing_componentize_py() -> str:
+    """How to add the `agentloop` extra to the install this command runs from."""
+    python = sys.executable
+    pin = _componentize_py_requirement()
+    return (f"componentize-py is not installed for {python}; `brain agentloop build` needs "
+            f"Brain's `agentloop` extra. In the checkout you installed Brain from, run "
+            f"`{python} -m pip install -e '.[agentloop]'` (without -e if you installed it "
+            f"without), or add it alone: `{python} -m pip install '{pin}'`")
+
+
+def _componentize_py_requirement() -> str:
+    """The pinned requirement of the `agentloop` extra, as the installed Brain declares it."""
+    from importlib import metadata
+
+    try:
+        for requirement in metadata.requires("brain") or []:
+            if requirement.startswith("componentize-py") and "agentloop" in requirement:
+                return requirement.split(";")[0].strip()
+    except metadata.PackageNotFoundError:
+        pass
+    return "componentize-py"
 
 
 def componentize(wit: Path, world: str, module: str, paths: list[Path], output: Path,
@@ -113,7 +139,7 @@ import sys
 try:
     from componentize_py import script
 except ImportError:
-    sys.exit("componentize-py is not installed: pip install 'brain[agentloop]'")
+    sys.exit("componentize-py is not installed for " + sys.executable)
 sys.argv[0] = "componentize-py"
 sys.exit(script())
 """

@@ -10,7 +10,9 @@ from pathlib import Path
 
 DESCRIPTION = """\
 build: build a Python Agentloop (a module defining activate(turn), written with brain_guest)
-       into a Wasm component; needs componentize-py (pip install 'brain[agentloop]').
+       into a Wasm component, and compile it into this machine's cache (BRAIN_AGENTLOOP_CACHE)
+       so that `brain serve` and `brain replay` only map it; needs componentize-py, the
+       `agentloop` extra (from a checkout: pip install -e '.[agentloop]').
 check: say what kind of Agentloop a .wasm file is (a core module on the C ABI, or a component
        on the brain:agentloop world) and whether Brain can run it; exit 1 if not."""
 
@@ -42,19 +44,31 @@ def _build(loop: Path, output: Path) -> int:
     except BuildError as exc:
         print(f"brain agentloop build: {exc}", file=sys.stderr)
         return 1
-    print(f"built {built.output} ({built.size / 1e6:.1f} MB) in {built.seconds:.1f} s; "
-          f"`brain agentloop check {built.output}` compiles and checks it")
+    print(f"built {built.output} ({built.size / 1e6:.1f} MB) in {built.seconds:.1f} s",
+          flush=True)
+    # Compiled now, into the machine's cache, so `brain serve`, `check` and `replay` only map
+    # it (brain/agentloop/compile_cache.py).
+    from brain.agentloop.compile_cache import ready_cache_dir
+    from brain.agentloop.precompile import precompile
+
+    [compiled] = precompile([str(built.output)], ready_cache_dir())
+    if compiled.action.startswith("refused"):
+        print(f"brain agentloop build: {built.output}: {compiled.action}", file=sys.stderr)
+        return 1
+    print(f"{built.output}: compiled and checked ({compiled.action}, "
+          f"{compiled.seconds:.1f} s); `brain serve` and `brain replay` will not compile it again")
     return 0
 
 
 def _check(path: Path) -> int:
     import wasmtime
 
-    from brain.agentloop.components import WORLD, compile_component, world_problems
+    from brain.agentloop.compile_cache import ready_cache_dir
+    from brain.agentloop.components import WORLD, world_problems
     from brain.agentloop.engine import engine_config
     from brain.agentloop.errors import AgentloopError
     from brain.agentloop.kinds import COMPONENT, CORE_MODULE, describe_header, guest_kind
-    from brain.agentloop.modules import check_abi
+    from brain.agentloop.modules import cached_component, check_abi
 
     try:
         data = path.read_bytes()
@@ -68,13 +82,15 @@ def _check(path: Path) -> int:
         return 1
     engine = wasmtime.Engine(engine_config(parallel_compilation=True))
     started = time.monotonic()
+    action = "compiled"
     try:
         if kind == CORE_MODULE:
             module = wasmtime.Module(engine, data)
             check_abi(module, str(path))
             fits = "fits the core-module ABI (brain_activate, brain_alloc, memory; brain.call)"
         else:
-            component = compile_component(engine, data, str(path))
+            component, action, _ = cached_component(engine, data, str(path),
+                                                    str(ready_cache_dir()), sha)
             problems = world_problems(engine, component)
             if problems:
                 raise AgentloopError("agentloop_error", "; ".join(problems))
@@ -87,6 +103,7 @@ def _check(path: Path) -> int:
         return 1
     seconds = time.monotonic() - started
     label = "component" if kind == COMPONENT else "core module"
+    how = "found compiled in the machine's cache" if action == "cached" else "compiled"
     print(f"{path}: a {label}, {len(data) / 1e6:.1f} MB, sha256 {sha[:16]}…; {fits}; "
-          f"compiled in {seconds:.1f} s")
+          f"{how} in {seconds:.1f} s")
     return 0

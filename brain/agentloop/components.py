@@ -1,10 +1,11 @@
 """Agentloop components: compile, check against the WIT world, keep serialized per wasmtime.
 
 A component built from Python carries a whole interpreter (~18 MB), and compiling it takes
-seconds, so it is never compiled where a turn waits: `brain serve` compiles the configured
-ones before it starts (brain/agentloop/precompile.py) and stores each serialized under the
-data dir, named by the file's sha256 and the wasmtime version, and every actor process maps
-that file (`deserialize_file`, ~2 ms) instead. A file compiled by another wasmtime is a miss.
+seconds, so it is never compiled where a turn waits: `brain agentloop build` compiles it right
+away and `brain serve` compiles the configured ones as it starts (brain/agentloop/precompile.py),
+each stored serialized in the machine's cache (brain/agentloop/compile_cache.py), named by the
+file's sha256 and the wasmtime version, and every actor process maps that file
+(`deserialize_file`, ~2 ms) instead. A file compiled by another wasmtime is a miss.
 
 The world (brain/agentloop/wit/agentloop.wit) is checked when the component is loaded: it
 must import `brain:agentloop/host@1.0.0` and nothing else (no WASI: the guest has no files,

@@ -25,6 +25,7 @@ import wasmtime
 from wasmtime import component as wc
 
 from brain.agentloop.artifacts import is_stored, load_checked, store_artifact
+from brain.agentloop.compile_cache import compile_once
 from brain.agentloop.components import (
     CompiledComponent,
     artifact_name,
@@ -137,14 +138,10 @@ class ModuleCache:
     def _compile_component(
         self, name: str, data: bytes, sha: str, cache_dir: str | None
     ) -> CompiledComponent:
-        """Load the serialized component `brain serve` compiled ahead, or compile it here
-        (seconds: only a component configured after start, or used without a data dir)."""
-        component = None
-        if cache_dir is not None:
-            component = load_artifact(self._engine, Path(cache_dir) / artifact_name(sha))
-        if component is None:
-            component = compile_component(self._engine, data, name)
-            store_serialized(component, cache_dir, artifact_name(sha))
+        """Load the serialized component compiled ahead (by `brain serve` at start, or by
+        `brain agentloop build` or `check`), or compile it here: seconds, on this one thread
+        (stack hazard 4), only for a component nobody on this machine compiled yet."""
+        component, _, _ = cached_component(self._engine, data, name, cache_dir, sha)
         check_world(self._engine, component, name)
         return CompiledComponent(sha, component)
 
@@ -225,3 +222,25 @@ def store_serialized(
         store_artifact(module.serialize(), Path(cache_dir), name)
     except OSError:
         pass
+
+
+def cached_component(engine: wasmtime.Engine, data: bytes, name: str, cache_dir: str | None,
+                     sha: str | None = None) -> tuple[wc.Component, str, float]:
+    """The compiled component of `data`: from the machine's cache when stored there, else
+    compiled (announced on stderr) and stored (brain/agentloop/compile_cache.py). Returns it,
+    "cached", "waited" or "compiled", and the seconds it took. Raises AgentloopError for bytes
+    that are no valid component."""
+    sha = sha or hashlib.sha256(data).hexdigest()
+    label = Path(name).name
+    if cache_dir is None:
+        return compile_once(label, len(data), None, lambda _: None,
+                            lambda: compile_component(engine, data, name))
+    artifact = Path(cache_dir) / artifact_name(sha)
+
+    def compile_and_store() -> wc.Component:
+        component = compile_component(engine, data, name)
+        store_serialized(component, cache_dir, artifact.name)
+        return component
+
+    return compile_once(label, len(data), artifact,
+                        lambda path: load_artifact(engine, path), compile_and_store)

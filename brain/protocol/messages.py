@@ -67,6 +67,7 @@ class StartTurn(Message):
     input: Any
     mode: str  # "send" waits for the turn; "submit" is answered once turn_started is durable
     traceparent: str | None = None  # BRAIN_OTEL: the W3C trace context the turn continues
+    limits: dict[str, Any] | None = None  # lower limits for this turn (sessions/asked_limits.py)
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,12 @@ from typing import Any
 
 from brain.actors.session.activation import wasm_cache_dir
 from brain.agentloop import AgentloopError, AgentloopRuntime
+from brain.agentloop.precompile import precompile_in_child
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
 from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
 from brain.replayer.turn_history import TurnOnRecord, load_turn
 from brain.session_limits import limits_from
+from brain.sessions.asked_limits import effective_limits
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import Limits
 from brain.sessions.turns import activation_payload
@@ -36,20 +38,25 @@ def replay_turn(settings: Settings, session_id: str, turn: int | None = None,
         raise ReplayRefused(NOT_FOUND, f"no session {session_id!r}")
     on_record = load_turn(settings.sessions_path / session_id, session_id, turn)
     path = Path(agentloop if agentloop is not None else on_record.agentloop.get("path", ""))
+    cache_dir = wasm_cache_dir(settings)
     runtime = AgentloopRuntime(memory_limit_bytes=settings.agentloop_memory_mb << 20,
-                               cache_dir=wasm_cache_dir(settings))
+                               cache_dir=cache_dir)
     try:
+        # A component not in the machine's cache is compiled there first, on every CPU and
+        # announced on stderr (brain/agentloop/precompile.py); this process only maps it.
+        precompile_in_child([str(path)], cache_dir)
         sha256 = runtime.prepare(path)
     except (AgentloopError, OSError) as exc:
         raise ReplayRefused(INVALID, f"Agentloop {path} cannot be run: "
                                      f"{getattr(exc, 'message', exc)}") from None
-    limits = _limits(settings)
     history = on_record.history
+    # the session's and the turn's own limits, as the live turn ran under them
+    limits = effective_limits(_limits(settings), history.base.config, history.turn_limits)
     replay = Replay(session_id, limits, history, on_record.turn, on_record.activation,
                     passed_over=on_record.passed_over)
     walk = _Walk(replay, history.records, on_record.stopped)
     payload = activation_payload(session_id, on_record.turn, history.turn_input, limits)
-    deadline = time.monotonic() + settings.max_turn_secs if settings.max_turn_secs else None
+    deadline = time.monotonic() + limits.max_turn_secs if limits.max_turn_secs else None
     try:
         returned: dict[str, Any] | None = runtime.activate(path, payload, walk.guest_call,
                                                            deadline)

@@ -118,7 +118,7 @@ def _opened(tx: Tx, opened: Opened) -> None:
     tx.set(phase=Phase.IDLE, projection=opened.projection, damage=None)
     turn: AdmittedTurn | None = opened.admitted
     if turn is not None and admitted(opened.projection, turn.sequence):
-        turns.begin(tx, turn.sequence, turn.input, None)
+        turns.begin(tx, turn.sequence, turn.input, None, turn.limits)
         return
     suspended = opened.suspended
     if suspended is not None:

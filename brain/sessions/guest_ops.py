@@ -97,7 +97,7 @@ def kv_delete(tx: Tx, call: GuestCall) -> Answer:
 
 def model_call(tx: Tx, call: GuestCall) -> Answer:
     state = tx.state
-    limit = state.limits.max_model_calls
+    limit = (state.turn.limits or state.limits).max_model_calls
     if limit and state.turn.model_calls >= limit:
         forced = {"code": "model_call_limit",
                   "message": f"more than {limit} model calls in one turn"}

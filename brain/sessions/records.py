@@ -69,8 +69,12 @@ def extension_event(name: str, data: Any, origin_kind: str, origin_sequence: int
 # --- turns and activations ------------------------------------------------------------------
 
 
-def turn_started(input: Any, mode: str) -> Record:
-    return {"kind": kinds.TURN_STARTED, "input": input, "mode": mode}
+def turn_started(input: Any, mode: str, limits: dict[str, Any] | None = None) -> Record:
+    """`limits`: the lower limits the message asked for, kept only when it asked."""
+    record = {"kind": kinds.TURN_STARTED, "input": input, "mode": mode}
+    if limits:
+        record["limits"] = limits
+    return record
 
 
 def turn_ended(started: int, output: Any) -> Record:

@@ -77,11 +77,13 @@ class Diverged(Exception):
 @dataclass(frozen=True)
 class ActivationHistory:
     """What an activation journaled: the projection through its `activation_started`, every
-    record after it in order, and its turn's input."""
+    record after it in order, and its turn's input (and the lower limits its message asked
+    for, if any)."""
 
     base: Projection
     records: tuple[dict[str, Any], ...]
     turn_input: Any
+    turn_limits: dict[str, Any] | None = None
 
 
 def activation_history(before_turn: Projection, from_turn: list[dict[str, Any]],
@@ -94,7 +96,8 @@ def activation_history(before_turn: Projection, from_turn: list[dict[str, Any]],
     if split is None or from_turn[split]["kind"] != ACTIVATION_STARTED:
         raise ValueError(f"no activation_started {activation} after turn_started {turn}")
     base = fold_all(before_turn, from_turn[:split + 1])
-    return ActivationHistory(base, tuple(from_turn[split + 1:]), from_turn[0].get("input"))
+    return ActivationHistory(base, tuple(from_turn[split + 1:]), from_turn[0].get("input"),
+                             from_turn[0].get("limits"))
 
 
 class Replay:

@@ -87,10 +87,17 @@ class Turn:
     deadline_ms: int | None = None  # when BRAIN_MAX_TURN_SECS runs out (epoch ms)
     parked: frozenset[int] = frozenset()  # pending effects whose outcome goes to the registry
     suspended: bool = False  # no activation runs: the waiting guest resumes in a fresh one
+    # The turn's own limits: the tightest of the deployment's, the session's and the turn's
+    # (asked_limits.py); None for a turn begun by a Brain that had none of its own.
+    limits: Limits | None = None
 
     def stopping_error(self) -> dict[str, Any] | None:
         if self.stop_reason == "timeout":
-            return {"code": "turn_timeout", "message": "the turn exceeded BRAIN_MAX_TURN_SECS"}
+            secs = self.limits.max_turn_secs if self.limits is not None else 0
+            within = f" of {secs:g} s" if secs else ""
+            return {"code": "turn_timeout",
+                    "message": f"the turn exceeded its deadline{within} (BRAIN_MAX_TURN_SECS, "
+                               f"or the lower limit the session or the message asked for)"}
         if self.stop_reason == "cancelled":
             return {"code": "cancelled", "message": "the turn was cancelled"}
         return None
@@ -154,6 +161,7 @@ class Opened:
 class AdmittedTurn:
     sequence: int  # its turn_started record
     input: Any
+    limits: dict[str, Any] | None = None  # the lower limits its message asked for
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from brain.protocol.messages import (
 from brain.protocol.records import MODEL_CALL_ENDED, MODEL_CALL_FAILED
 from brain.protocol.targets import Target
 from brain.sessions import records, webhooks
+from brain.sessions.asked_limits import check_asked, effective_limits, session_ceiling
 from brain.sessions.extension_events import EventRefused, check_event, event_size
 from brain.sessions.state import (
     ActivationFinished,
@@ -53,7 +54,8 @@ EXECUTOR_OF = {"model_call": Target.MODEL_EXECUTOR, "tool_call": Target.TOOL_EXE
 def start(tx: Tx, who: Requester, command: StartTurn) -> None:
     sequence = _admit(tx, who, command)
     if sequence is not None:
-        begin(tx, sequence, command.input, who if command.mode == "send" else None)
+        begin(tx, sequence, command.input, who if command.mode == "send" else None,
+              command.limits)
 
 
 def admit(tx: Tx, who: Requester, command: StartTurn) -> None:
@@ -77,22 +79,31 @@ def _admit(tx: Tx, who: Requester, command: StartTurn) -> int | None:
     if state.turn is not None or projection.status != "idle":
         tx.reply(who, error=errors.SessionBusy("another turn is active"))
         return None
-    [started] = tx.commit(records.turn_started(command.input, command.mode))
+    try:
+        asked = check_asked(command.limits, session_ceiling(projection.config, state.limits),
+                            "the session's")
+    except errors.InvalidRequest as refused:
+        tx.reply(who, error=refused)
+        return None
+    [started] = tx.commit(records.turn_started(command.input, command.mode, asked or None))
     if command.mode == "submit":
         tx.reply(who, body={"session_id": state.session_id, "sequence": started["seq"]})
     return started["seq"]
 
 
-def begin(tx: Tx, sequence: int, turn_input: Any, requester: Requester | None) -> None:
+def begin(tx: Tx, sequence: int, turn_input: Any, requester: Requester | None,
+          asked: dict[str, Any] | None = None) -> None:
     """Start the activation of the turn `sequence` (its turn_started is in this step's batch,
-    or was admitted earlier): one batch with it, so the two share one fdatasync."""
+    or was admitted earlier): one batch with it, so the two share one fdatasync. `asked`: the
+    lower limits its message asked for (recorded on its turn_started)."""
     state = tx.state
     agentloop = state.projection.config["agentloop"]
     [activation] = tx.commit(records.activation_started(agentloop["name"], sequence))
-    limits = state.limits
+    limits = effective_limits(state.limits, state.projection.config, asked)
     deadline_ms = tx.now_ms + int(limits.max_turn_secs * 1000) if limits.max_turn_secs else None
     tx.set(phase=Phase.RUNNING, release_wanted=False,
-           turn=Turn(sequence, activation["seq"], requester, deadline_ms=deadline_ms))
+           turn=Turn(sequence, activation["seq"], requester, deadline_ms=deadline_ms,
+                     limits=limits))
     if limits.max_turn_secs:
         tx.timer(float(limits.max_turn_secs), TurnDeadline(sequence))
     tx.act(StartActivation(sequence, agentloop,

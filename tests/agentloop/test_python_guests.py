@@ -7,7 +7,6 @@ real AgentloopRuntime; the guest calls are answered by a function standing in fo
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -282,25 +281,26 @@ def test_a_component_of_another_world_is_refused_by_name(
     assert expected in caught.value.message
 
 
-@pytest.fixture
-def no_compiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def refuse_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on, a compile anywhere in brain.agentloop.modules fails the test."""
     import brain.agentloop.modules as modules
 
     def refuse(*args: Any) -> None:
         raise AssertionError("compiled on the request path")
 
     monkeypatch.setattr(modules, "compile_component", refuse)
-    yield
 
 
 @pytest.mark.slow_e2e  # a real compile of a component: Wasm, the same on any Python
-def test_a_stored_artifact_is_loaded_not_compiled(tmp_path: Path, no_compiles: None) -> None:
+def test_a_stored_artifact_is_loaded_not_compiled(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from brain.agentloop.engine import ProcessEngine
     from brain.agentloop.precompile import precompile
 
     guest = python_guest("turn_counter")
     [done] = precompile([str(guest)], tmp_path)
     assert done.action == "compiled"
+    refuse_compiles(monkeypatch)
     assert precompile([str(guest)], tmp_path)[0].action == "cached"
     cache = ProcessEngine().modules  # a new Engine, as in a freshly started actor process
     compiled = cache.get(guest, str(tmp_path))

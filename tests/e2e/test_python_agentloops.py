@@ -14,7 +14,7 @@ from brain.agentloop.artifacts import why_not_whole
 from brain.agentloop.components import artifact_name
 from brain.journal import JournalScan
 from tests.support.python_guests import python_guest
-from tests.support.server import BrainServer, configured
+from tests.support.server import TEST_AGENTLOOP_CACHE, BrainServer, configured
 
 MODEL_SECS = 2.0
 
@@ -67,7 +67,7 @@ def test_the_server_compiled_each_configured_component_before_serving(
         server: BrainServer) -> None:
     import hashlib
 
-    cache = server.data_dir / "run" / "wasm-cache"
+    cache = TEST_AGENTLOOP_CACHE  # the machine's cache, as the test servers see it
     for name in ("default_loop", "bad_guest"):
         sha = hashlib.sha256(python_guest(name).read_bytes()).hexdigest()
         assert why_not_whole(cache / artifact_name(sha)) is None  # stored with its checksum

@@ -3,28 +3,28 @@
 The Python loops are not committed as components (each carries an interpreter, ~18 MB);
 the suite builds them with componentize-py (a dev dependency, no compiler needed) into
 build/python-agentloops/, named by a hash of everything the build reads, and compiles each
-once into a serialized artifact beside it. A test server gets that artifact in its data dir,
-as `brain serve` would have made it, so no test waits for a compile it is not about.
+once into a serialized artifact beside it: that directory is the compiled-Agentloop cache
+every test server reads (BRAIN_AGENTLOOP_CACHE), so no test waits for a compile it is not
+about.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 from importlib import metadata
 from pathlib import Path
 
 import brain.agentloop.build as build_module
-from brain.agentloop.artifacts import sum_path, why_not_whole
+from brain.agentloop.artifacts import why_not_whole
 from brain.agentloop.build import GUEST_LIBRARY, build, componentize
 from brain.agentloop.components import WIT_PATH, artifact_name
 from brain.agentloop.precompile import precompile
+from tests.support.server import TEST_AGENTLOOP_CACHE
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_LOOPS = ROOT / "agentloops" / "python"
 TEST_LOOPS = ROOT / "tests" / "agentloop" / "python_loops"
-BUILD_DIR = ROOT / "build" / "python-agentloops"
+BUILD_DIR = TEST_AGENTLOOP_CACHE  # the components and their compiled artifacts, side by side
 
 
 def _build_key(source: Path) -> str:
@@ -49,20 +49,11 @@ def python_guest(name: str) -> Path:
 
 
 def seed_compiled(data_dir: Path, component: Path) -> None:
-    """Put the compiled artifact of `component` where a server on `data_dir` looks first."""
+    """Have the compiled artifact of `component` in the cache every test server reads
+    (TEST_AGENTLOOP_CACHE), so a server on `data_dir` maps it instead of compiling."""
     sha = hashlib.sha256(component.read_bytes()).hexdigest()
-    artifact = BUILD_DIR / artifact_name(sha)
-    if why_not_whole(artifact) is not None:  # missing, torn, or stored without its checksum
+    if why_not_whole(BUILD_DIR / artifact_name(sha)) is not None:  # missing, torn, unsummed
         precompile([str(component)], BUILD_DIR)
-    cache = data_dir / "run" / "wasm-cache"
-    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
-    for stored in (artifact, sum_path(artifact)):  # the artifact and its checksum file
-        target = cache / stored.name
-        if not target.exists():
-            try:
-                os.link(stored, target)
-            except OSError:
-                shutil.copy(stored, target)
 
 
 def other_world_component(world: str) -> Path:

@@ -24,6 +24,9 @@ from brain.processes import listening_sockets
 from brain.procstat import all_stats
 
 START_TIMEOUT_SECS = 60.0
+# The machine's cache of compiled Agentloops, as every test server and command sees it: the
+# checkout's build/ directory, where tests/support/python_guests.py builds its components.
+TEST_AGENTLOOP_CACHE = Path(__file__).resolve().parents[2] / "build" / "python-agentloops"
 STOP_TIMEOUT_SECS = 60.0
 REQUEST_TIMEOUT_SECS = 60.0
 
@@ -69,6 +72,8 @@ class BrainServer:
             "BRAIN_ACTOR_PORT": str(self.actor_port),
             "BRAIN_API_TOKEN": self.token,
             "BRAIN_DRAIN_SECS": "5",
+            # one cache of compiled components for every test server, as a machine has one
+            "BRAIN_AGENTLOOP_CACHE": str(TEST_AGENTLOOP_CACHE),
         })
         env.update(self.extra_env)
         return env

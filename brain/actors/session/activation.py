@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.actors.bridge import ThreadBridge
+from brain.actors.session.runaway import RunawayWatch
 from brain.actors.worker_threads import WorkerThreads
 from brain.sessions.replay import Diverged, Replay
 from brain.sessions.state import ActivationFinished
@@ -65,8 +66,14 @@ _runtime = None
 
 
 def wasm_cache_dir(settings: Settings) -> Path:
-    """Where compiled Agentloops are kept serialized: a directory only Brain writes to."""
-    return settings.data_path / "run" / "wasm-cache"
+    """Where compiled Agentloops are kept serialized: the machine's one cache, private to its
+    user, which `brain agentloop build`, `check` and `replay` fill too
+    (brain/agentloop/compile_cache.py)."""
+    from brain.agentloop.compile_cache import machine_cache_dir
+
+    if settings.agentloop_cache is not None:
+        return settings.agentloop_cache.expanduser().absolute()
+    return machine_cache_dir()
 
 
 def agentloop_runtime(settings: Settings) -> Any:
@@ -112,12 +119,14 @@ _activation_threads = WorkerThreads("activation")
 
 def start_activation(bridge: ThreadBridge, run: Any, turn: int,
                      inline: Callable[[PendingGuestCall], bool] | None = None,
-                     activation: int = 0, replay: Replay | None = None) -> None:
+                     activation: int = 0, replay: Replay | None = None,
+                     watch: RunawayWatch | None = None) -> None:
     """Run `run(guest_call)` in a daemon thread; its outcome comes back through the bridge.
 
     `inline`, when given, may carry a guest call out on this thread and answer it (True);
     otherwise the call goes through the bridge (brain/actors/session/inline.py). `replay`,
-    for a resumed activation, answers the guest's calls until it is done."""
+    for a resumed activation, answers the guest's calls until it is done. `watch` hears when
+    the guest waits on a call and when it ends (brain/actors/session/runaway.py)."""
     from brain.agentloop import AgentloopError
 
     def live_call(op: dict[str, Any]) -> dict[str, Any]:
@@ -136,7 +145,10 @@ def start_activation(bridge: ThreadBridge, run: Any, turn: int,
 
     def guest_call(op: dict[str, Any]) -> dict[str, Any]:
         if replay is None or replay.done:
-            return live_call(op)
+            if watch is None:
+                return live_call(op)
+            with watch.waiting():
+                return live_call(op)
         try:
             return replay.answer(op)
         except Diverged as exc:
@@ -160,6 +172,9 @@ def start_activation(bridge: ThreadBridge, run: Any, turn: int,
                                                            "message": diverged.message})
             else:
                 finished = ActivationFinished(turn, result, None)
+        finally:
+            if watch is not None:
+                watch.stop()
         bridge.post(ActivationDone(activation, finished))
 
     _activation_threads.submit(body, name=f"activation-{turn}")

@@ -358,6 +358,7 @@ class SessionActor(BridgedActor):
                         deadline: float | None, replay: Any = None) -> None:
         """Run the Agentloop in its thread: a turn's first activation, or (with `replay`) its
         resumption in a fresh instance."""
+        from brain.actors.session.runaway import RunawayWatch
         from brain.agentloop import ActivationStopper  # wasmtime stays out of web workers
 
         self.stopper = stopper = ActivationStopper()
@@ -372,6 +373,8 @@ class SessionActor(BridgedActor):
             self.inline.guest_call,
             self.activation,
             replay,
+            RunawayWatch(self.core.session_id, turn, str(agentloop.get("name")),
+                         self.settings.compute_warn_secs),
         )
 
     def _reply(self, reply: ClientReply | GuestAnswer) -> None:

@@ -108,7 +108,7 @@ class JournalSide:
             actor.otel_spans.admitted_turn(actor.core.session_id, sequence,
                                            admitted_traceparent(actor.session_dir),
                                            epoch_ms(started["at"]) * 1_000_000)
-        return AdmittedTurn(sequence, started["data"]["input"])
+        return AdmittedTurn(sequence, started["data"]["input"], started["data"].get("limits"))
 
     def open_for(self, command: Any, suspended: Any = None
                  ) -> tuple[bool | None, frozenset[str]]:

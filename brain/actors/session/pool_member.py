@@ -50,15 +50,24 @@ class PoolMembership:
         """Make the Agentloop runtime and load the configured modules now, in the pool.
 
         This process is a fork of the registry, which never made an Engine, so building one
-        here is safe (stack hazard 4); the modules come from the compiled cache when present.
+        here is safe (stack hazard 4); the modules come from the compiled cache, and a
+        component not there yet is left for its first turn.
         """
         actor = self._actor
         if actor.core is None:  # not already serving a session handed out before this arrived
             rename_actor_process(POOLED_ROLE)
         try:
+            from brain.actors.session.activation import wasm_cache_dir
+            from brain.agentloop.precompile import needs_compiling
+
             runtime = agentloop_runtime(actor.settings)
+            # A component not compiled yet is being compiled at start (precompile.py): waiting
+            # for it here would hold back the pool, and with it the whole server's start;
+            # the first turn that needs it waits instead.
+            uncompiled = set(needs_compiling(list(msg.modules), wasm_cache_dir(actor.settings)))
             for path in msg.modules:
-                runtime.prepare(path)
+                if path not in uncompiled:
+                    runtime.prepare(path)
         except Exception:
             log.exception("pooled session actor: warm-up failed (the first turn loads instead)")
         actor.send(sender, Warmed())

@@ -23,6 +23,7 @@ from brain.actors.session.deadline import monotonic_deadline
 from brain.journal import read_timeline
 from brain.protocol.effects import Parked
 from brain.protocol.messages import Delivered, ReleaseMe
+from brain.sessions.asked_limits import effective_limits
 from brain.sessions.replay import Replay, activation_history
 from brain.sessions.state import ResumeActivation, Turn
 from brain.sessions.turns import activation_payload
@@ -126,9 +127,10 @@ class Suspension:
         history = activation_history(timeline[0], timeline[1], resume.turn, resume.activation)
         self._timeline = None
         core = actor.core
-        replay = Replay(core.session_id, core.limits, history, resume.turn, resume.activation)
-        payload = activation_payload(core.session_id, resume.turn, history.turn_input,
-                                     core.limits)
+        # the turn's own limits (brain/sessions/asked_limits.py), as its first activation had
+        limits = effective_limits(core.limits, history.base.config, history.turn_limits)
+        replay = Replay(core.session_id, limits, history, resume.turn, resume.activation)
+        payload = activation_payload(core.session_id, resume.turn, history.turn_input, limits)
         deadline = monotonic_deadline(core.turn.deadline_ms if core.turn is not None else None)
         actor.trace_mark(core.session_id,
                          f"turn {resume.turn} resumed: a fresh instance replays "

@@ -17,9 +17,11 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from brain.actors.actor_secret import ActorSecretError, ensure_actor_secret
 from brain.actors.convention import (
@@ -94,23 +96,47 @@ def preload_for_actors() -> None:
     import brain.tools  # noqa: F401
 
 
-def precompile_agentloops(settings: Settings) -> None:
-    """Compile the configured Agentloop components now, in a child process, so no turn waits
-    seconds for a compile and no actor compiles one (brain/agentloop/precompile.py)."""
+def precompile_agentloops(settings: Settings) -> subprocess.Popen[bytes] | None:
+    """Start compiling the configured Agentloop components that are not in the machine's
+    cache, in a child process, in the background: the server starts meanwhile, /readyz names
+    what is still compiling (brain/agentloop/preparing.py), and an actor that needs one waits
+    for it rather than compiling it again (brain/agentloop/compile_cache.py). Its
+    announcements and summary go to this process's stderr, the server log."""
     from brain.actors.registry.forks import configured_modules
     from brain.actors.session.activation import wasm_cache_dir
-    from brain.agentloop.precompile import precompile_in_child
+    from brain.agentloop.precompile import child_command, needs_compiling
+    from brain.agentloop.preparing import clear_status, status_path, write_status
     from brain.durable_dirs import make_dirs_durable
 
     cache_dir = wasm_cache_dir(settings)
-    make_dirs_durable(cache_dir)
+    status = status_path(settings.data_path / "run")
+    clear_status(status)
     try:
-        said = precompile_in_child(list(configured_modules(settings)), cache_dir)
+        make_dirs_durable(cache_dir)
+        wanted = needs_compiling(list(configured_modules(settings)), cache_dir)
+        if not wanted:
+            return None
+        write_status(status, wanted)  # before /readyz can be asked; the child rewrites it
+        child = subprocess.Popen(child_command(wanted, cache_dir, status), stdout=sys.stderr,
+                                 stdin=subprocess.DEVNULL)
     except Exception:
+        clear_status(status)
         log.exception("compiling the Agentloop components failed; each compiles at first use")
-        return
-    for line in said.splitlines():
-        (log.warning if line.startswith("refused") else log.info)("agentloop: %s", line)
+        return None
+    write_status_pid(status, child.pid)
+    return child
+
+
+def write_status_pid(status: Path, pid: int) -> None:
+    """Name the child in the status file this process wrote, until the child rewrites it."""
+    import json
+
+    try:
+        data = json.loads(status.read_text())
+        data["pid"] = pid
+        status.write_text(json.dumps(data))
+    except (OSError, ValueError):
+        pass
 
 
 def start_shared_actors(asys: object, supervisor_name: str, registry_name: str

@@ -5,6 +5,7 @@ from __future__ import annotations
 import falcon
 
 from brain import errors
+from brain.agentloop.preparing import status_path, still_preparing
 from brain.protocol.messages import REGISTRY_GLOBAL_NAME
 from brain.settings import Settings
 from brain.web.contract import Answer, operation
@@ -16,7 +17,10 @@ PROBE = Schema("Probe", {
     "required": ["status"],
     "properties": {"status": {"type": "string"},
                    "missing": {"type": "array", "items": {"type": "string"},
-                               "description": "what is not running (not ready only)"}},
+                               "description": "what is not running (not ready only)"},
+                   "preparing": {"type": "array", "items": {"type": "string"},
+                                 "description": "what a starting server is still preparing, "
+                                 "such as Agentloops it compiles (not ready only)"}},
 }, "probe answer")
 
 
@@ -30,21 +34,28 @@ class ReadyResource:
     """Ready when every actor Brain needs answers for it: the ActorSupervisor names no shared
     actor missing (registry, executors, host dispatcher, metrics), the registry answers, and at
     least one session actor exists, warm or serving (unless BRAIN_SESSION_POOL_SIZE is 0: then
-    every open forks its own). Otherwise 503, naming what is missing."""
+    every open forks its own), and no configured Agentloop is still being compiled at start
+    (brain/agentloop/preparing.py). Otherwise 503, naming what is missing and what is still
+    being prepared."""
 
     def __init__(self, gateway: ActorGateway) -> None:
         self.gateway = gateway
-        self.pool_size = Settings.from_env().session_pool_size
+        settings = Settings.from_env()
+        self.pool_size = settings.session_pool_size
+        self.status = status_path(settings.data_path / "run")
 
     @operation("ready", "Readiness: every actor Brain needs is running",
                {200: Answer("Ready", PROBE), 503: Answer("Not ready", PROBE)})
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         missing = self.missing()
-        if not missing:
+        preparing = still_preparing(self.status)
+        if not missing and not preparing:
             resp.media = {"status": "ready"}
         else:
             resp.status = falcon.HTTP_503
             resp.media = {"status": "not ready", "missing": missing}
+            if preparing:
+                resp.media["preparing"] = preparing
 
     def missing(self) -> list[str]:
         from brain.actors.registry.actor import Registry

@@ -5,6 +5,7 @@ from __future__ import annotations
 import falcon
 
 from brain.protocol.messages import StartTurn
+from brain.sessions.asked_limits import ASKABLE, LIMITS_FIELD
 from brain.settings import Settings
 from brain.tracing import otel
 from brain.web.admission import Admission
@@ -22,7 +23,15 @@ MESSAGE_BODY = Schema("MessageBody", {
     "type": "object",
     "additionalProperties": False,
     "required": ["input"],
-    "properties": {"input": CONTENT},
+    "properties": {
+        "input": CONTENT,
+        LIMITS_FIELD: nullable({
+            "type": "object", "additionalProperties": False,
+            "properties": {name: {"type": "integer", "minimum": 1, "nullable": True}
+                           for name in ASKABLE},
+            "description": "Lower limits for this turn than the session's (never higher: "
+                           "400); recorded on its turn_started."}),
+    },
 }, "message body")
 
 RECEIPT = Schema("Receipt", {
@@ -71,13 +80,17 @@ class MessagesResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response, session_id: str) -> None:
         path = session_dir(self.settings, session_id)
         turn_input = req.context.body["input"]
+        asked = req.context.body.get(LIMITS_FIELD) or None  # checked by the session core
         parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
         if respond_async(req):
             # Admitted here when no actor holds the session; else its actor decides.
-            receipt = self.admission.submit(path, turn_input, parent)
+            # A turn asking for its own limits goes to the actor, which checks them against the
+            # session's.
+            receipt = None if asked else self.admission.submit(path, turn_input, parent)
             if receipt is None:
-                receipt = self.gateway.request(session_id, StartTurn(turn_input, "submit", parent),
-                                               SUBMIT_TIMEOUT_SECS)
+                receipt = self.gateway.request(
+                    session_id, StartTurn(turn_input, "submit", parent, asked),
+                    SUBMIT_TIMEOUT_SECS)
             resp.status = falcon.HTTP_202
             resp.set_header("Preference-Applied", "respond-async")
             resp.set_header("Location", f"/v1/sessions/{session_id}")
@@ -85,5 +98,5 @@ class MessagesResource:
             return
         max_secs = self.settings.max_turn_secs
         timeout = max_secs + TURN_REPLY_MARGIN_SECS if max_secs else None
-        resp.media = self.gateway.request(session_id, StartTurn(turn_input, "send", parent),
-                                          timeout)
+        resp.media = self.gateway.request(session_id,
+                                          StartTurn(turn_input, "send", parent, asked), timeout)

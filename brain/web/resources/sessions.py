@@ -13,6 +13,8 @@ from brain import errors
 from brain.actors.convention import member_session_id
 from brain.config import CREATE_FIELDS, MAX_IDLE_TTL_MS, BrainConfig, seed_transcript
 from brain.protocol.messages import CreateSession
+from brain.session_limits import limits_from
+from brain.sessions.asked_limits import ASKABLE, LIMITS_FIELD, session_limits
 from brain.settings import Settings
 from brain.tracing import otel
 from brain.web.bodies import CREATE_BODY_LIMIT
@@ -48,6 +50,11 @@ CREATE_FIELD_DETAILS: dict[str, dict[str, Any]] = {
     "idle_ttl_ms": {"minimum": 0, "maximum": MAX_IDLE_TTL_MS,
                     "description": "Keep the actor this long after work; 0 = forever; absent or "
                     "null = the server-wide BRAIN_SESSION_IDLE_TTL_MS."},
+    LIMITS_FIELD: {"additionalProperties": False,
+                   "properties": {name: {"type": "integer", "minimum": 1, "nullable": True}
+                                  for name in ASKABLE},
+                   "description": "Lower limits for this session's turns than the server's "
+                   "(never higher: 400); recorded in config.limits."},
 }
 if not set(CREATE_FIELD_DETAILS) <= set(CREATE_FIELDS):
     raise RuntimeError("create-body details for fields brain.config does not accept")
@@ -97,6 +104,7 @@ class SessionsResource:
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         body = req.context.body
         resolved = self.config.resolve_create(body)  # configured names, the seed's messages
+        resolved[LIMITS_FIELD] = session_limits(body.get(LIMITS_FIELD), limits_from(self.settings))
         member = self.convention.place() if self.convention is not None else None
         parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
         create = CreateSession(resolved, seed_transcript(body), traceparent=parent)

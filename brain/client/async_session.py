@@ -94,7 +94,8 @@ class AsyncSession(SessionSnapshot[AsyncApi]):
 
     async def send(self, input: TurnInput, idempotency_key: str | None = None,
                    signal: CancelSignal | None = None, *,
-                   timeout: float | None = None) -> TurnResult:
+                   timeout: float | None = None,
+                   limits: dict[str, int] | None = None) -> TurnResult:
         """Run a turn and wait for its TurnResult (a failed turn is a result, not an error).
 
         Cancelling the awaiting task cancels the turn after admission and re-raises the
@@ -106,8 +107,9 @@ class AsyncSession(SessionSnapshot[AsyncApi]):
             raise Cancelled("the signal had fired before the message was sent; nothing was sent")
         key = idempotency_key or new_idempotency_key()
         baseline = (await self._api.run(routes.get_session(self._path))).get("last_sequence") or 0
-        sending = asyncio.create_task(self._api.run(routes.send(self._path, input, key, timeout)),
-                                      name=f"brain-send-{self.id}")
+        sending = asyncio.create_task(
+            self._api.run(routes.send(self._path, input, key, timeout, limits)),
+            name=f"brain-send-{self.id}")
         fired = asyncio.Event()
         if signal is not None:
             loop = asyncio.get_running_loop()
@@ -151,10 +153,11 @@ class AsyncSession(SessionSnapshot[AsyncApi]):
 
         return await drive_async(watch, perform)
 
-    async def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
+    async def submit(self, input: TurnInput, idempotency_key: str | None = None, *,
+                     limits: dict[str, int] | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async); always keyed (generated)."""
         key = idempotency_key or new_idempotency_key()
-        return await self._api.run(routes.submit(self._path, input, key))
+        return await self._api.run(routes.submit(self._path, input, key, limits))
 
     # --- lifecycle --------------------------------------------------------------------------
 

@@ -52,7 +52,8 @@ class _Outcome:
 
 
 def send_with_signal(api: Api, session_id: str, turn_input: Any, key: str,
-                     signal: CancelSignal, timeout: float | None) -> TurnResult:
+                     signal: CancelSignal, timeout: float | None,
+                     limits: dict[str, int] | None = None) -> TurnResult:
     """Send `turn_input` under `key`; once `signal` fires, cancel the turn after admission."""
     if signal.cancelled:
         raise Cancelled("the signal had fired before the message was sent; nothing was sent")
@@ -63,7 +64,7 @@ def send_with_signal(api: Api, session_id: str, turn_input: Any, key: str,
 
     def run() -> None:
         try:
-            outcome.result = api.run(routes.send(path, turn_input, key, timeout))
+            outcome.result = api.run(routes.send(path, turn_input, key, timeout, limits))
         except BaseException as exc:  # handed to the caller's thread
             outcome.error = exc
         finally:

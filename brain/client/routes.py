@@ -125,6 +125,7 @@ class CreateFields(TypedDict, total=False):
     transcript: list[dict[str, Any]] | None
     idle_ttl_ms: int | None
     metadata: dict[str, Any] | None
+    limits: dict[str, int] | None  # lower turn limits: max_turn_secs, max_model_calls
 
 
 CREATE_FIELDS = frozenset(CreateFields.__annotations__)
@@ -169,18 +170,24 @@ def events_page(path: str, after: int, limit: int | None) -> Call[EventPage]:
                 query={"after": after, "limit": limit})
 
 
-def send(path: str, turn_input: TurnInput, key: str | None,
-         timeout: float | None) -> Call[TurnResult]:
+def message_body(turn_input: TurnInput, limits: dict[str, int] | None) -> dict[str, Any]:
+    """A message body: the input, and the turn's own lower limits when asked for."""
+    return {"input": turn_input} if limits is None else {"input": turn_input, "limits": limits}
+
+
+def send(path: str, turn_input: TurnInput, key: str | None, timeout: float | None,
+         limits: dict[str, int] | None = None) -> Call[TurnResult]:
     """POST a message and wait for its TurnResult (`timeout` None: the turn timeout)."""
     return Call("POST", path + "/messages", lambda a: TurnResult.from_json(a.json()),
-                body={"input": turn_input}, idempotency_key=key,
+                body=message_body(turn_input, limits), idempotency_key=key,
                 timeout="turn" if timeout is None else timeout)
 
 
-def submit(path: str, turn_input: TurnInput, key: str) -> Call[Receipt]:
+def submit(path: str, turn_input: TurnInput, key: str,
+           limits: dict[str, int] | None = None) -> Call[Receipt]:
     """POST a message with `Prefer: respond-async`: the receipt of the durable turn."""
     return Call("POST", path + "/messages", lambda a: Receipt.from_json(a.json()),
-                body={"input": turn_input}, headers={"Prefer": "respond-async"},
+                body=message_body(turn_input, limits), headers={"Prefer": "respond-async"},
                 idempotency_key=key)
 
 

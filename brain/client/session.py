@@ -110,20 +110,24 @@ class Session(SessionSnapshot[Api]):
     # --- turns ------------------------------------------------------------------------------
 
     def send(self, input: TurnInput, idempotency_key: str | None = None,
-             signal: CancelSignal | None = None, *, timeout: float | None = None) -> TurnResult:
+             signal: CancelSignal | None = None, *, timeout: float | None = None,
+             limits: dict[str, int] | None = None) -> TurnResult:
         """Run a turn and wait for its TurnResult (a failed turn is a result, not an error).
 
         With `signal`, firing it cancels the turn: the SDK waits until the turn is admitted,
         POSTs cancel, waits for that answer and returns the send's (usually cancelled) result.
         A send under a signal always carries an Idempotency-Key, generated if not given.
         Retry an uncertain send with the same key, and as a send, never as a submit.
+        `limits` asks for lower limits for this turn alone (`max_turn_secs`, `max_model_calls`).
         """
         if signal is None:
-            return self._api.run(routes.send(self._path, input, idempotency_key, timeout))
+            return self._api.run(routes.send(self._path, input, idempotency_key, timeout,
+                                             limits))
         key = idempotency_key or new_idempotency_key()
-        return send_with_signal(self._api, self.id, input, key, signal, timeout)
+        return send_with_signal(self._api, self.id, input, key, signal, timeout, limits)
 
-    def submit(self, input: TurnInput, idempotency_key: str | None = None) -> Receipt:
+    def submit(self, input: TurnInput, idempotency_key: str | None = None, *,
+               limits: dict[str, int] | None = None) -> Receipt:
         """Start a turn without waiting (Prefer: respond-async): the durable turn's receipt.
 
         Always sent with an Idempotency-Key, generated when not given; if the answer is lost,
@@ -131,7 +135,7 @@ class Session(SessionSnapshot[Api]):
         Follow the turn with `follow(receipt.sequence - 1)` or `events(...)`.
         """
         key = idempotency_key or new_idempotency_key()
-        return self._api.run(routes.submit(self._path, input, key))
+        return self._api.run(routes.submit(self._path, input, key, limits))
 
     # --- lifecycle --------------------------------------------------------------------------
 

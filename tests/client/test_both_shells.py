@@ -25,6 +25,7 @@ from brain.client import (
     ClientClosed,
     HostCall,
     IdempotencyConflict,
+    InvalidRequest,
     ModelDelta,
     NotFound,
     SessionEnded,
@@ -164,6 +165,16 @@ def test_create_takes_only_the_bodys_fields(shell: Shell) -> None:
         shell(shell.brain.create_session(modle="scripted"))  # fails before anything is sent
     session = shell(shell.brain.create_session(model="scripted", idle_ttl_ms=None))
     assert session.config["model"]["name"] == "scripted"
+
+
+def test_lower_limits_for_a_session_and_for_one_turn(shell: Shell) -> None:
+    session = shell(shell.brain.create_session(limits={"max_model_calls": 3}))
+    assert session.config["limits"]["max_model_calls"] == 3
+    assert shell(session.send("within", limits={"max_turn_secs": 30})).status == "ended"
+    with pytest.raises(InvalidRequest, match="max_model_calls"):  # above the session's own
+        shell(session.send("too many", limits={"max_model_calls": 4}))
+    receipt = shell(session.submit("also within", limits={"max_model_calls": 2}))
+    assert receipt.sequence > 0
 
 
 def test_tokens_forks_and_closing(shell: Shell) -> None:

@@ -2,7 +2,8 @@
 
 Real servers in their own process group: the serving line means the server answers, a taken
 HTTP port is refused at once, Ctrl-C (SIGINT to the whole foreground group) stops as cleanly as
-SIGTERM, no exited child is left unreaped, and `ps` tells the actor processes apart.
+SIGTERM, no exited child is left unreaped, `ps` tells the actor processes apart, and a plain stop
+logs no error.
 """
 
 from __future__ import annotations
@@ -185,3 +186,20 @@ class ConsoleScriptServer(BrainServer):
 
     def command(self) -> list[str]:
         return [str(Path(sys.executable).with_name("brain")), "serve", *self.serve_args]
+
+
+def test_a_stop_after_turns_logs_no_error(tmp_path: Path) -> None:
+    """Session actors exit as the actor system stops: the registry expects those exits, so a
+    plain stop never logs one as an actor that died."""
+    server = BrainServer(tmp_path / "data")
+    server.start()
+    try:
+        for _ in range(3):
+            session_id = server.create_session()["id"]
+            server.send(session_id, "hello")
+    finally:
+        left = server.stop()
+    assert left == []
+    errors = [line for line in server.log_path.read_text(errors="replace").splitlines()
+              if " ERROR " in line or "Traceback" in line]
+    assert errors == []

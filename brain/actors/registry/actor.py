@@ -151,6 +151,7 @@ class Registry(PoolForks, TracedDispatcher):
         self._deferred = DeferredStarts()  # admitted turns held back during a burst
         self._cpus = os.cpu_count() or 1  # past this many sessions at once, CPU is what runs out
         self._suspended = SuspendedTurns()  # the turns of sessions no actor holds
+        self._stopping = False  # ActorExitRequest received: the actor system is stopping
         self._retired: list[Any] = []  # session actors asked to exit, until they have
         self._on_timer: dict[type, Callable[[], None]] = {
             FlushMetrics: self._flush_metrics,
@@ -405,11 +406,18 @@ class Registry(PoolForks, TracedDispatcher):
         if metrics is not None and (counters or observations):
             self.send(metrics, MetricsReport("released-sessions", counters, observations))
 
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        """The actor system is stopping: its session actors are asked to exit with it, so their
+        exits from now on are expected, not failures."""
+        self._stopping = True
+
     def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
-        """A session actor's process ended. One the registry retired is simply gone; any other
-        was killed or crashed: logged, counted, replaced by the pool's refill, and the session
-        it held (if any) is recovered at once, its open turn failed `interrupted` as after a
-        restart."""
+        """A session actor's process ended. One the registry retired, or one that exits as the
+        actor system stops, is simply gone; any other was killed or crashed: logged, counted,
+        replaced by the pool's refill, and the session it held (if any) is recovered at once,
+        its open turn failed `interrupted` as after a restart."""
+        if self._stopping:
+            return
         self._pool.lost(msg.childAddress)
         self._arm_refill()
         if msg.childAddress in self._retired:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ssl
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
-from brain import __version__
 from brain.client.routes import Timeouts
+from brain.client.shadowing import brain_version
 
 ApiT = TypeVar("ApiT")
 HandleT = TypeVar("HandleT")
@@ -24,7 +24,7 @@ class ClientBase(Generic[ApiT, HandleT]):
     transport_class: ClassVar[Any]
     api_class: ClassVar[Any]
     session_class: ClassVar[Any]
-    user_agent: ClassVar[str] = f"brain-python/{__version__}"
+    user_agent: ClassVar[str] = f"brain-python/{brain_version()}"
 
     def __init__(self, base_url: str, token: str, *, timeout: float = 90.0,
                  connect_timeout: float = 10.0, turn_timeout: float = 1920.0,

@@ -193,7 +193,7 @@ def _from_wire_block(block: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "tool_use":
         return {
             "type": "tool_call",
-            "id": block["id"],
+            "id": block.get("id"),  # missing: Brain assigns one (brain/sessions/tool_call_ids.py)
             "name": block["name"],
             "input": block.get("input", {}),
         }

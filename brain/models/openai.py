@@ -202,11 +202,11 @@ def _result(
     content: list[dict[str, Any]] = []
     if text:
         content.append({"type": "text", "text": text})
-    for i, (call_id, name, arguments) in enumerate(calls):
+    for call_id, name, arguments in calls:
         content.append(
             {
                 "type": "tool_call",
-                "id": call_id or f"call_{i}",
+                "id": call_id or None,  # missing: Brain assigns one (sessions/tool_call_ids.py)
                 "name": name,
                 "input": _arguments(arguments),
             }

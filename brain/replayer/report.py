@@ -112,6 +112,26 @@ class ReplayReport:
         return out
 
 
+QUOTED_OUTPUT_CHARS = 200
+"""The longest output a divergence message quotes; a longer one is named by its size and the
+report field that holds it whole, so the message never ends inside a value."""
+
+
+def result_text(result: dict[str, Any], field: str) -> str:
+    """A turn's result in a divergence message: its output as JSON (as the `journal:` and
+    `asked:` lines show values), or its failure's code; `field` is where the report has it."""
+    if result.get("status") != "completed":
+        return f"failure {json.dumps((result.get('error') or {}).get('code'))}"
+    text = _json(result.get("output"))
+    if len(text) <= QUOTED_OUTPUT_CHARS:
+        return f"output {text}"
+    return f"an output of {len(text)} characters of JSON (whole in the report's `{field}`)"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 def _brief(value: Any, limit: int = 300) -> str:
-    text = "nothing" if value is None else json.dumps(value, sort_keys=True, default=str)
+    text = "nothing" if value is None else _json(value)
     return text if len(text) <= limit else text[:limit] + "…"

@@ -20,7 +20,15 @@ from brain.actors.session.activation import wasm_cache_dir
 from brain.agentloop import AgentloopError, AgentloopRuntime
 from brain.agentloop.precompile import precompile_in_child
 from brain.replayer.refusal import INVALID, NOT_FOUND, ReplayRefused
-from brain.replayer.report import ANSWERED, DIVERGED, MATCH, RETURN_OP, ReplayReport, ReplayStep
+from brain.replayer.report import (
+    ANSWERED,
+    DIVERGED,
+    MATCH,
+    RETURN_OP,
+    ReplayReport,
+    ReplayStep,
+    result_text,
+)
 from brain.replayer.turn_history import TurnOnRecord, load_turn
 from brain.session_limits import limits_from
 from brain.sessions.asked_limits import effective_limits
@@ -133,8 +141,8 @@ def _return_step(replay: Replay, on_record: TurnOnRecord,
     if on_record.stopped is None and not _same_result(returned, journaled):
         return ReplayStep(call, RETURN_OP, DIVERGED,
                           message=f"the Agentloop made every call the journal holds, then "
-                                  f"returned {_result_text(returned)}, but the turn came to "
-                                  f"{_result_text(journaled)}",
+                                  f"returned {result_text(returned, 'asked')}, but the turn "
+                                  f"came to {result_text(journaled, 'journaled')}",
                           journaled=journaled, asked=returned)
     return ReplayStep(call, RETURN_OP, MATCH, answer=returned)
 
@@ -147,9 +155,3 @@ def _same_result(returned: dict[str, Any], journaled: dict[str, Any]) -> bool:
         return returned.get("output") == journaled.get("output")
     return (returned.get("error") or {}).get("code") == (journaled.get("error") or {}).get("code")
 
-
-def _result_text(result: dict[str, Any]) -> str:
-    if result.get("status") == "completed":
-        return f"output {str(result.get('output'))[:80]!r}"
-    error = result.get("error") or {}
-    return f"failure {error.get('code')!r}"

@@ -18,6 +18,7 @@ from brain.protocol.targets import Target
 from brain.sessions import records
 from brain.sessions.extension_events import EventRefused, check_event
 from brain.sessions.state import GuestCall, Pending, Telemetry, ToolBatch
+from brain.sessions.tool_call_ids import tool_call_id
 from brain.sessions.transcript_diff import context_delta, transcript_delta
 from brain.sessions.turns import note_refusal
 from brain.sessions.tx import Tx
@@ -131,15 +132,15 @@ def tools_call(tx: Tx, call: GuestCall) -> Answer:
     config = tx.state.projection.config
     configured = {tool["name"]: tool for tool in config.get("tools", [])}
     invocations = []
+    first_seq = tx.state.projection.last_seq + 1  # the sequences their records will take
     for index, item in enumerate(calls):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
             raise errors.InvalidRequest(f"calls[{index}]: needs a name")
         if item["name"] not in configured:
             raise errors.InvalidRequest(
                 f"calls[{index}]: tool {item['name']!r} is not configured for this session")
-        call_id = item.get("id")
         invocations.append((configured[item["name"]],
-                            {"id": call_id if isinstance(call_id, str) else "",
+                            {"id": tool_call_id(item.get("id"), first_seq + index),
                              "input": item.get("input", {})}))
     max_secs = tx.state.limits.max_tool_secs
     deadline = tx.now_ms / 1000.0 + max_secs if max_secs else None

@@ -44,6 +44,7 @@ from brain.sessions.state import (
     StopActivation,
     Turn,
 )
+from brain.sessions.tool_call_ids import model_result_with_ids
 from brain.sessions.tx import Tx
 from brain.sessions.views import turn_result
 
@@ -217,7 +218,8 @@ def guest_answer(terminal: dict[str, Any]) -> dict[str, Any]:
 
 def _model_call_terminal(done: EffectDone) -> dict[str, Any]:
     if done.outcome is Outcome.OK:
-        return records.effect_ended("model_call", done.started, done.result)
+        return records.effect_ended("model_call", done.started,
+                                    model_result_with_ids(done.result, done.started))
     return records.effect_failed("model_call", done.started, done.outcome,
                                  dict(done.error or {"message": ""}))
 

@@ -1,4 +1,10 @@
-"""The loop's own durable state: one JSON value per key, durable when a call returns."""
+"""The loop's own durable state: one JSON value per key, durable when a call returns.
+
+A change is committed when `put` or `delete` returns, and a turn that fails afterwards (an
+exception, `TurnFailed`, the turn deadline, a cancel, a model-call limit) does not undo it: the
+next turn reads what the failed one stored. A loop that wants a turn's changes all or nothing
+stores them last, once the turn's work has succeeded, or keeps them under one key put once.
+"""
 
 from __future__ import annotations
 
@@ -19,10 +25,12 @@ def contains(key: str) -> bool:
 
 
 def put(key: str, value: Any) -> int:
-    """Store `value` under `key`; the sequence of the committed record."""
+    """Store `value` under `key`; the sequence of the committed record. It stays even if the
+    turn then fails."""
     return int(call({"op": "kv.put", "key": key, "value": value})["sequence"])
 
 
 def delete(key: str) -> int | None:
-    """Remove `key`; the sequence committed, or None when it was missing."""
+    """Remove `key`; the sequence committed, or None when it was missing. It stays removed
+    even if the turn then fails."""
     return call({"op": "kv.delete", "key": key}).get("sequence")

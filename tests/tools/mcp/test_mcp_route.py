@@ -105,6 +105,7 @@ def test_a_tool_that_fails_is_an_answer_with_is_error(hub, spec):
 
 
 def test_the_deadline_cancels_the_call_and_the_server_sees_it(hub, spec):
+    assert call(hub, clean(spec), "add", {"a": 0, "b": 0}).outcome == "ok"  # connected
     began = time.monotonic()
     outcome = call(hub, clean(spec), "slow", {"seconds": 10}, seconds=1.0)
     assert outcome.outcome == "timeout" and outcome.is_error

@@ -7,6 +7,7 @@ edits to the file cannot change where an existing session's effects go.
 
 from __future__ import annotations
 
+import importlib.util
 import tomllib
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -85,6 +86,9 @@ class BrainConfig:
         for name, spec in self.environments.items():
             if spec.get("kind") not in ENVIRONMENT_KINDS:
                 raise ConfigError(f"environments.{name}: kind must be one of {ENVIRONMENT_KINDS}")
+        if self.mcp_servers and importlib.util.find_spec("mcp") is None:
+            raise ConfigError("mcp_servers: the MCP SDK is not installed "
+                              "(pip install 'brain[mcp]')")
         for name, spec in self.mcp_servers.items():
             problem = server_problem(name, spec)
             if problem is not None:

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from brain.journal import JournalScan
+
+pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install '.[mcp]')")
+
 from tests.support.mcp_servers import McpHttpServer, calls, log_lines, stdio_table
 from tests.support.server import BrainServer, configured, free_port, group_pids
 from tests.support.waiting import wait_for

@@ -20,6 +20,7 @@ pytest.importorskip("mcp", reason="the MCP SDK is not installed (pip install '.[
 
 from tests.support.mcp_servers import McpHttpServer, calls, log_lines, stdio_table
 from tests.support.server import BrainServer, configured, free_port, group_pids
+from tests.support.sse import SseClient
 from tests.support.waiting import wait_for
 
 SECRET = "mcp-secret-7f3a9c-never-on-disk"
@@ -153,6 +154,32 @@ def test_a_slow_tool_is_cut_at_the_deadline_and_the_server_sees_it(setup: Setup)
     assert failed["kind"] == "tool_call_failed" and failed["data"]["outcome"] == "timeout"
     wait_for(lambda: any(e["event"] == "cancelled" for e in log_lines(setup.remote.log)),
              timeout=10, what="the server seeing the cancellation")
+
+
+def test_progress_reaches_sse_subscribers_live_and_is_never_journaled(setup: Setup) -> None:
+    server = setup.server
+    sid = server.create_session(model="mcpuser", mcp_servers=["remote"])["id"]
+    client = SseClient("127.0.0.1", server.port, f"/v1/sessions/{sid}/events", server.token)
+    try:
+        client.events(len(server.events(sid)))  # caught up
+        resp = server.request("POST", f"/v1/sessions/{sid}/messages",
+                              json={"input": "short nap"}, headers={"Prefer": "respond-async"})
+        assert resp.status_code == 202, resp.text
+        frames = []
+        while not any(f.event == "turn_ended" for f in frames):
+            frame = client.next_frame(timeout=30)
+            assert frame is not None
+            if not frame.comment:
+                frames.append(frame)
+    finally:
+        client.close()
+    progress = [json.loads(f.data) for f in frames if f.event == "tool_progress"]
+    assert progress and all(f.id is None for f in frames if f.event == "tool_progress")
+    started = next(json.loads(f.data) for f in frames if f.event == "tool_call_started")
+    assert {p["started"] for p in progress} == {started["sequence"]}
+    assert progress[0]["total"] == 30 and progress[0]["message"] == "step 0"
+    kinds = {r["kind"] for r in journal(server, sid)}
+    assert "tool_progress" not in kinds
 
 
 def test_a_server_down_at_creation_fails_the_create_naming_it(setup: Setup) -> None:

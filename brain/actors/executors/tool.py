@@ -30,6 +30,7 @@ class ToolExecutor(HostCallingExecutor):
         super().__init__(*args, **kwargs)
         self.settings = Settings.from_env()
         self._mcp: Any = None  # (Hub, CredentialStore), made at the first MCP message
+        self._live: Any = None  # LivePublisher for MCP progress, made at the first MCP call
 
     def mcp(self) -> Any:
         if self._mcp is None:
@@ -109,6 +110,14 @@ class ToolExecutor(HostCallingExecutor):
         if msg.tool.get("route") != "mcp":
             return None
         hub, store = self.mcp()
+        if self._live is None:
+            from brain.live import LivePublisher
+
+            self._live = LivePublisher(self.settings.data_path)
+        live = self._live
+
+        def progress(value: dict[str, Any]) -> None:
+            live.tool_progress(msg.session_id, msg.started, value)
 
         def run(tool: dict, value: Any, until: Any, cancel: threading.Event) -> Any:
             from brain.tools.mcp.call import call_mcp_tool
@@ -117,6 +126,6 @@ class ToolExecutor(HostCallingExecutor):
             return call_mcp_tool(hub, tool, value, session_id=msg.session_id,
                                  sequence=msg.started,
                                  credentials=store.get(msg.session_id, server.get("name")),
-                                 until=until, cancel=cancel)
+                                 until=until, cancel=cancel, progress=progress)
 
         return run

@@ -29,29 +29,23 @@ from tools.bench.common import bench_server, loadavg, summary_ms
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
-CONFIG = """
-[models.bench]
-provider = "scripted"
-script = [
-  {{ when_last_user_matches = "^mcp",
-     tool_calls = [ {{ name = "bench.add", input = {{ a = 2, b = 3 }} }} ] }},
-  {{ when_last_user_matches = "^mcp", text = "done" }},
-  {{ when_last_user_matches = "^http",
-     tool_calls = [ {{ name = "add_http", input = {{ a = 2, b = 3 }} }} ] }},
-  {{ when_last_user_matches = "^http", text = "done" }},
-]
+ADD_SCHEMA = ('{ type = "object", '
+              'properties = { a = { type = "integer" }, b = { type = "integer" } } }')
 
-[tools.add_http]
-route = "http"
-url = "{http_url}"
-description = "Add two numbers."
-input_schema = {{ type = "object",
-                 properties = {{ a = {{ type = "integer" }}, b = {{ type = "integer" }} }} }}
 
-[mcp_servers.bench]
-url = "{mcp_url}"
-tools = ["add"]
-"""
+def step(route: str, tool: str) -> str:
+    """Two script steps (a TOML inline table must stay on one line): call `tool`, then answer."""
+    return (f'  {{ when_last_user_matches = "^{route}", '
+            f'tool_calls = [ {{ name = "{tool}", input = {{ a = 2, b = 3 }} }} ] }},\n'
+            f'  {{ when_last_user_matches = "^{route}", text = "done" }},\n')
+
+
+def config(http_url: str, mcp_url: str) -> str:
+    return (f'[models.bench]\nprovider = "scripted"\nscript = [\n'
+            f'{step("mcp", "bench.add")}{step("http", "add_http")}]\n\n'
+            f'[tools.add_http]\nroute = "http"\nurl = "{http_url}"\n'
+            f'description = "Add two numbers."\ninput_schema = {ADD_SCHEMA}\n\n'
+            f'[mcp_servers.bench]\nurl = "{mcp_url}"\ntools = ["add"]\n')
 
 
 def add(conn: Conn, req: Received) -> None:
@@ -74,8 +68,7 @@ def main() -> None:
         mcp = McpHttpServer(Path(tmp) / "mcp.log").start()
         http = ToolServer(add)
         try:
-            config = CONFIG.format(http_url=http.url, mcp_url=mcp.url)
-            with bench_server(config=config) as server:
+            with bench_server(config=config(http.url, mcp.url)) as server:
                 run(server, args.turns, args.warmup)
         finally:
             http.close()

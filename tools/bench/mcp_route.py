@@ -59,6 +59,16 @@ def group_cpu_seconds(pgid: int) -> float:
     return ticks / TICKS
 
 
+def all_events(server, sid: str) -> list[dict]:  # type: ignore[no-untyped-def]
+    """Every Event of the session, page after page."""
+    events: list[dict] = []
+    while True:
+        page = server.events(sid, after=events[-1]["sequence"] if events else 0)
+        if not page:
+            return events
+        events.extend(page)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200, help="measured turns per route")
@@ -96,7 +106,8 @@ def run(server, turns: int, warmup: int) -> None:  # type: ignore[no-untyped-def
                 walls[route].append(wall)
                 cpu[route] += spent
     for route in sessions:
-        ended = [e for e in server.events(sessions[route]) if e["kind"] == "tool_call_ended"]
+        ended = [e for e in all_events(server, sessions[route])
+                 if e["kind"] == "tool_call_ended"]
         assert len(ended) == warmup + turns and all(e["data"]["outcome"] == "ok" for e in ended)
     print(f"mcp_route: {turns} turns per route (after {warmup} warm-up), one Tool call each; "
           f"load {loadavg()}")

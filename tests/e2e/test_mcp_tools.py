@@ -134,7 +134,31 @@ def test_a_tool_turn_over_stdio(setup: Setup) -> None:
     assert ended["data"]["outcome"] == "ok"
     assert ended["data"]["result"]["content"]["structuredContent"] == {"result": 9}
     assert len(calls(setup.stdio_log, "add")) == 1
+    pid = calls(setup.stdio_log, "add")[0]["pid"]
     assert server.request("POST", f"/v1/sessions/{sid}/end").status_code == 200
+    wait_for(lambda: not alive(pid), timeout=15, what="the session's stdio server stopping")
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_stopping_brain_stops_its_stdio_servers(tmp_path: Path) -> None:
+    made = start(tmp_path)
+    try:
+        sid = made.server.create_session(model="mcpuser", mcp_servers=["local"])["id"]
+        assert made.server.send(sid, "local sum")["output"] == "done"
+        pid = calls(made.stdio_log, "add")[0]["pid"]
+        assert alive(pid)
+        assert made.server.stop() == []
+        assert not alive(pid)
+    finally:
+        made.server.kill()
+        made.remote.stop()
 
 
 def test_is_error_reaches_the_model_as_an_error_result(setup: Setup) -> None:

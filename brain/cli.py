@@ -120,9 +120,17 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_replay(args)
     if args.command == "mcp":
+        from brain.config import BrainConfig
+        from brain.errors import ConfigError
+        from brain.settings import Settings
         from brain.tools.mcp.command import run as run_mcp
 
-        return run_mcp(args)
+        try:
+            config = BrainConfig.load(Settings.from_env().config)
+        except ConfigError as exc:
+            print(f"brain mcp: {exc}", file=sys.stderr)
+            return 2
+        return run_mcp(args, config.mcp_servers)
     if args.command == "settings":
         from brain.settings import markdown_table
 

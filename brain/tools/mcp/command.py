@@ -34,19 +34,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                               "credentials would be sent")
 
 
-def run(args: argparse.Namespace) -> int:
-    from brain.config import BrainConfig
-    from brain.errors import ConfigError
-    from brain.settings import Settings
-
-    try:
-        config = BrainConfig.load(Settings.from_env().config)
-    except ConfigError as exc:
-        print(f"brain mcp: {exc}", file=sys.stderr)
-        return 2
-    spec = config.mcp_servers.get(args.name)
+def run(args: argparse.Namespace, servers: dict[str, dict[str, Any]]) -> int:
+    """`servers`: the `[mcp_servers]` of the loaded configuration (brain/cli.py loads it)."""
+    spec = servers.get(args.name)
     if spec is None:
-        known = ", ".join(sorted(config.mcp_servers)) or "none"
+        known = ", ".join(sorted(servers)) or "none"
         print(f"brain mcp: no MCP server {args.name!r} is configured (configured: {known})",
               file=sys.stderr)
         return 2

@@ -198,3 +198,22 @@ def test_stdio_processes_are_bounded_per_server(hub, tmp_path):
             break
         time.sleep(0.1)
     assert again.outcome == "ok"
+
+
+def test_an_operator_token_from_the_environment_reaches_an_http_server(hub, http_server,
+                                                                       monkeypatch):
+    monkeypatch.setenv("BRAIN_TEST_MCP_TOKEN", "operator-token")
+    spec = {"name": "remote", "url": http_server.url, "bearer_token_env": "BRAIN_TEST_MCP_TOKEN"}
+    answered = call(hub, spec, "whoami", {})
+    assert answered.content["content"][0]["text"] == "authorized"
+
+
+def test_session_env_credentials_reach_a_stdio_server_of_its_own(hub, tmp_path):
+    spec = {"name": "local", **stdio_table(tmp_path / "stdio.log")}
+    token = Credentials(env=(("TEST_TOKEN", "session-token"),))
+    mine = call(hub, spec, "whoami", {}, session="s1", held=token, credentials=True)
+    assert mine.content["content"][0]["text"] == "authorized"
+    other = call(hub, spec, "whoami", {}, session="s2")
+    assert other.content["content"][0]["text"] == "anonymous"
+    pids = {line["pid"] for line in calls(tmp_path / "stdio.log", "whoami")}
+    assert len(pids) == 2  # one process per (server, session)

@@ -81,7 +81,8 @@ def start(tmp_path: Path) -> Setup:
     remote = McpHttpServer(tmp_path / "remote.log").start()
     stdio_log = tmp_path / "stdio.log"
     server = configured(tmp_path, config(remote.url, stdio_log),
-                        {"BRAIN_MAX_TOOL_SECS": str(MAX_TOOL_SECS)})
+                        {"BRAIN_MAX_TOOL_SECS": str(MAX_TOOL_SECS),
+                         "BRAIN_TRACE": str(tmp_path / "trace.jsonl")})
     try:
         server.start()
     except BaseException:
@@ -243,7 +244,9 @@ def test_credentials_reach_the_server_and_nothing_on_disk_or_in_the_log(setup: S
     assert tool_records(server, plain)[-1]["data"]["result"]["content"]["content"][0][
         "text"] == "anonymous"
     needle = SECRET.encode()
-    for path in [*server.data_dir.rglob("*"), server.log_path]:
+    trace = Path(server.extra_env["BRAIN_TRACE"])
+    assert trace.stat().st_size > 0
+    for path in [*server.data_dir.rglob("*"), server.log_path, trace]:
         if path.is_file():
             assert needle not in path.read_bytes(), f"the credential is in {path}"
     assert server.request("POST", f"/v1/sessions/{sid}/end").status_code == 200

@@ -10,7 +10,8 @@ how far the request got:
   result (a JSON-RPC error answer is the server saying no: `error`);
 - the transport failed after the request was written, or the answer was unreadable: `unknown`,
   and the connection is dropped; the request is never sent again;
-- the deadline (BRAIN_MAX_TOOL_SECS, capped by the server's `timeout_s`) struck: `timeout`;
+- the deadline (BRAIN_MAX_TOOL_SECS, shortened by the server's `timeout_s` when it is set)
+  struck: `timeout`;
   an interrupt or the turn's deadline: `cancelled`. Either way the SDK tells the server with
   `notifications/cancelled` (on Streamable HTTP at the 2026 protocol, by closing the request's
   stream, which is that version's spelling of it).
@@ -57,14 +58,18 @@ def call_mcp_tool(hub: Hub, tool: dict[str, Any], arguments: Any, *, session_id:
             "memory only and Brain restarted since the session was created); nothing was sent"))
     if not isinstance(arguments, dict):
         return ToolOutcome.failed("error", "an MCP tool's input must be an object")
-    server_cap = Deadline.earliest(None, timeout_of(spec))
-    remaining = [r for r in (until.remaining(), server_cap.remaining()) if r is not None]
-    budget = min(remaining) if remaining else None
+    # The call's deadline; a server's own `timeout_s`, when the operator set one, may only
+    # shorten it.
+    remaining = [r for r in (until.remaining(), spec.get("timeout_s")) if r is not None]
+    budget = float(min(remaining)) if remaining else None
     mark = f"{session_id}/{sequence}"
     coro = _call(hub, spec, tool["tool"], arguments, session_id, credentials, mark, budget,
                  progress)
     future = hub.submit(coro)
     cancelled_at = None
+    # The coroutine keeps the deadline itself; this bound only keeps the thread from waiting
+    # for ever on a loop that stopped answering.
+    give_up = None if budget is None else time.monotonic() + budget + CANCEL_GRACE_SECS * 2
     while True:
         try:
             return future.result(WAIT_SLICE_SECS)
@@ -72,6 +77,9 @@ def call_mcp_tool(hub: Hub, tool: dict[str, Any], arguments: Any, *, session_id:
             pass
         except concurrent.futures.CancelledError:
             return ToolOutcome.failed("cancelled", "tool call cancelled")
+        if give_up is not None and time.monotonic() > give_up:
+            hub.cancel_soon(future)
+            return ToolOutcome.failed("timeout", "tool call timed out")
         if cancel.is_set() and cancelled_at is None:
             cancelled_at = time.monotonic()
             hub.cancel_soon(future)
@@ -85,8 +93,8 @@ async def _call(hub: Hub, spec: dict[str, Any], name: str, arguments: dict[str, 
     server = spec.get("name")
     started = time.monotonic()
     try:
-        connection = await hub.connection(spec, session_id, credentials,
-                                          budget if budget is not None else timeout_of(spec))
+        connect_within = timeout_of(spec) if budget is None else min(budget, timeout_of(spec))
+        connection = await hub.connection(spec, session_id, credentials, connect_within)
     except Overloaded as exc:
         return ToolOutcome.failed("error", f"overloaded: {exc}")
     except asyncio.CancelledError:

@@ -72,6 +72,8 @@ def transport_of(spec: dict[str, Any]) -> str:
 
 
 def timeout_of(spec: dict[str, Any]) -> float:
+    """How long connecting and listing may take. A call's own deadline is BRAIN_MAX_TOOL_SECS,
+    which `timeout_s`, only when the operator set it, shortens (call.py)."""
     return float(spec.get("timeout_s", DEFAULT_TIMEOUT_S))
 
 

@@ -217,3 +217,11 @@ def test_session_env_credentials_reach_a_stdio_server_of_its_own(hub, tmp_path):
     assert other.content["content"][0]["text"] == "anonymous"
     pids = {line["pid"] for line in calls(tmp_path / "stdio.log", "whoami")}
     assert len(pids) == 2  # one process per (server, session)
+
+
+def test_a_servers_timeout_s_shortens_the_calls_deadline(hub, http_server):
+    spec = {"name": "remote", "url": http_server.url, "timeout_s": 1}
+    assert call(hub, spec, "add", {"a": 0, "b": 0}).outcome == "ok"
+    began = time.monotonic()
+    outcome = call(hub, spec, "slow", {"seconds": 10}, seconds=30)
+    assert outcome.outcome == "timeout" and time.monotonic() - began < 5

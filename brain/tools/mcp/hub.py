@@ -85,6 +85,17 @@ class Connection:
         self._closing = asyncio.Event()
         self._task: asyncio.Task | None = None
 
+    def usable(self) -> bool:
+        """Open, and not yet found closed by the SDK (a stdio server that exited between two
+        calls: its output reached end of file). A request on a closed connection would be
+        refused before it is written, so opening a new one is no resend. The SDK keeps that
+        state on its dispatcher (a private attribute, hence the pinned SDK range); without it,
+        the connection counts as usable and a failure is judged as the call's own."""
+        if self.broken or self.client is None:
+            return False
+        dispatcher = getattr(self.client.session, "_dispatcher", None)
+        return not getattr(dispatcher, "_closed", False)
+
     async def open(self, timeout: float) -> None:
         ready: asyncio.Future = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._hold(ready))
@@ -167,7 +178,7 @@ class Hub:
         key = self.key_of(spec, session_id, credentials)
         while True:
             held = self._connections.get(key)
-            if held is not None and not held.broken and held.client is not None:
+            if held is not None and held.usable():
                 return held
             if held is not None:
                 self._connections.pop(key, None)

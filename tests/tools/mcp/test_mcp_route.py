@@ -225,3 +225,18 @@ def test_a_servers_timeout_s_shortens_the_calls_deadline(hub, http_server):
     began = time.monotonic()
     outcome = call(hub, spec, "slow", {"seconds": 10}, seconds=30)
     assert outcome.outcome == "timeout" and time.monotonic() - began < 5
+
+
+def test_a_stdio_server_that_died_between_calls_is_started_again_for_the_next(hub, tmp_path):
+    import os
+    import signal
+
+    log = tmp_path / "stdio.log"
+    spec = {"name": "local", **stdio_table(log)}
+    assert call(hub, spec, "add", {"a": 1, "b": 1}).outcome == "ok"
+    pid = calls(log, "add")[0]["pid"]
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(1.0)  # its end of output is read meanwhile
+    again = call(hub, spec, "add", {"a": 2, "b": 2})
+    assert again.outcome == "ok", again
+    assert calls(log, "add")[-1]["pid"] != pid

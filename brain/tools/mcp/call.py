@@ -127,6 +127,9 @@ async def _call(hub: Hub, spec: dict[str, Any], name: str, arguments: dict[str, 
         return ToolOutcome.failed("cancelled", "tool call cancelled")
     except MCPError as exc:
         if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+            # The server said no. The connection goes too: an error here may mean it no longer
+            # knows this client (a restarted server answers 404 to an old MCP session).
+            hub.drop(connection)
             return ToolOutcome.failed("error", f"MCP server {server} refused the call: "
                                                f"{exc.message}")
         return _lost(hub, connection, mark, server, exc)

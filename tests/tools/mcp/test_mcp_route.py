@@ -240,3 +240,12 @@ def test_a_stdio_server_that_died_between_calls_is_started_again_for_the_next(hu
     again = call(hub, spec, "add", {"a": 2, "b": 2})
     assert again.outcome == "ok", again
     assert calls(log, "add")[-1]["pid"] != pid
+
+
+def test_an_http_server_restarted_between_calls_serves_the_next_call(hub, http_server):
+    spec = {"name": "remote", "url": http_server.url}
+    assert call(hub, spec, "add", {"a": 1, "b": 1}).outcome == "ok"
+    http_server.kill()
+    http_server.start()  # the same port: a new process with none of the old state
+    outcomes = [call(hub, spec, "add", {"a": 2, "b": 2}).outcome for _ in range(2)]
+    assert outcomes == ["ok", "ok"], outcomes

@@ -249,3 +249,10 @@ def test_an_http_server_restarted_between_calls_serves_the_next_call(hub, http_s
     http_server.start()  # the same port: a new process with none of the old state
     outcomes = [call(hub, spec, "add", {"a": 2, "b": 2}).outcome for _ in range(2)]
     assert outcomes == ["ok", "ok"], outcomes
+
+
+def test_arguments_the_server_refuses_are_never_ok_without_is_error(hub, spec):
+    outcome = call(hub, clean(spec), "add", {"a": "not a number"})
+    assert outcome.is_error and outcome.outcome in ("ok", "error"), outcome
+    assert calls(log_of(spec), "add") == []  # refused before the tool ran
+    assert call(hub, clean(spec), "add", {"a": 1, "b": 2}).outcome == "ok"

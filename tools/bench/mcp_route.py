@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from brain.procstat import all_stats
+from brain.protocol.records import TOOL_CALL_ENDED
 from tests.support.mcp_servers import McpHttpServer
 from tests.tools.toolserver import Conn, Received, ToolServer
 from tools.bench.common import bench_server, loadavg, summary_ms
@@ -107,7 +108,7 @@ def run(server, turns: int, warmup: int) -> None:  # type: ignore[no-untyped-def
                 cpu[route] += spent
     for route in sessions:
         ended = [e for e in all_events(server, sessions[route])
-                 if e["kind"] == "tool_call_ended"]
+                 if e["kind"] == TOOL_CALL_ENDED]
         assert len(ended) == warmup + turns and all(e["data"]["outcome"] == "ok" for e in ended)
     print(f"mcp_route: {turns} turns per route (after {warmup} warm-up), one Tool call each; "
           f"load {loadavg()}")

@@ -256,3 +256,14 @@ def test_arguments_the_server_refuses_are_never_ok_without_is_error(hub, spec):
     assert outcome.is_error and outcome.outcome in ("ok", "error"), outcome
     assert calls(log_of(spec), "add") == []  # refused before the tool ran
     assert call(hub, clean(spec), "add", {"a": 1, "b": 2}).outcome == "ok"
+
+
+def test_a_stateless_stdio_server_is_one_process_for_every_session(hub, tmp_path):
+    log = tmp_path / "stdio.log"
+    spec = {"name": "local", **stdio_table(log), "stateless": True}
+    for session in ("s1", "s2", "s3"):
+        assert call(hub, spec, "add", {"a": 1, "b": 1}, session=session).outcome == "ok"
+    assert len({line["pid"] for line in calls(log, "add")}) == 1
+    hub.forget_session("s1")  # a session's end leaves the shared process running
+    assert call(hub, spec, "add", {"a": 1, "b": 1}, session="s2").outcome == "ok"
+    assert len({line["pid"] for line in calls(log, "add")}) == 1

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,6 +46,7 @@ SCRIPT = "".join([
     script_step("^slow", ("remote.slow", {"seconds": 30})),
     script_step("^short", ("remote.slow", {"seconds": 3})),
     script_step("^whoami", ("remote.whoami", {})),
+    script_step("^nap locally", ("local.slow", {"seconds": 3})),
     script_step("^four", *[("remote.add", {"a": i, "b": i}) for i in range(4)]),
 ])
 
@@ -160,6 +163,24 @@ def test_stopping_brain_stops_its_stdio_servers(tmp_path: Path) -> None:
     finally:
         made.server.kill()
         made.remote.stop()
+
+
+def test_a_stdio_server_killed_mid_call_is_unknown_with_exactly_one_call(setup: Setup) -> None:
+    server = setup.server
+    sid = server.create_session(model="mcpuser", mcp_servers=["local"])["id"]
+    resp = server.request("POST", f"/v1/sessions/{sid}/messages", json={"input": "nap locally"},
+                          headers={"Prefer": "respond-async"})
+    assert resp.status_code == 202, resp.text
+    slow = wait_for(lambda: calls(setup.stdio_log, "slow"), timeout=20, what="the call")
+    os.kill(slow[0]["pid"], signal.SIGKILL)
+    wait_for(lambda: any(e["kind"] == "turn_ended" for e in server.events(sid)), timeout=20,
+             what="the turn's end")
+    failed = [e for e in tool_records(server, sid) if e["kind"] == "tool_call_failed"]
+    assert [e["data"]["outcome"] for e in failed] == ["unknown"]
+    assert len(calls(setup.stdio_log, "slow")) == 1
+    # The next call starts the server again.
+    assert server.send(sid, "local sum")["output"] == "done"
+    assert tool_records(server, sid)[-1]["data"]["outcome"] == "ok"
 
 
 def test_is_error_reaches_the_model_as_an_error_result(setup: Setup) -> None:

@@ -1,5 +1,5 @@
 """The `brain` command: `serve`, `actors`, `web`, `chat`, `journal verify|dump`, `trace`,
-`replay`, `settings`."""
+`replay`, `mcp list`, `settings`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from brain.agentloop.command import add_parser as add_agentloop_parser
 from brain.chat.command import add_parser as add_chat_parser
 from brain.replayer.command import add_parser as add_replay_parser
+from brain.tools.mcp.command import add_parser as add_mcp_parser
 from brain.tracing.command import add_parser as add_trace_parser
 
 SERVE_DESCRIPTION = """\
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     add_trace_parser(sub)
     add_agentloop_parser(sub)
     add_replay_parser(sub)
+    add_mcp_parser(sub)
     sub.add_parser("journal", help="verify or dump a session journal", add_help=False)
     settings = sub.add_parser("settings", help="print the BRAIN_* settings table")
     settings.add_argument("--markdown", action="store_true",
@@ -117,6 +119,18 @@ def main(argv: list[str] | None = None) -> int:
         from brain.replayer.command import run as run_replay
 
         return run_replay(args)
+    if args.command == "mcp":
+        from brain.config import BrainConfig
+        from brain.errors import ConfigError
+        from brain.settings import Settings
+        from brain.tools.mcp.command import run as run_mcp
+
+        try:
+            config = BrainConfig.load(Settings.from_env().config)
+        except ConfigError as exc:
+            print(f"brain mcp: {exc}", file=sys.stderr)
+            return 2
+        return run_mcp(args, config.mcp_servers)
     if args.command == "settings":
         from brain.settings import markdown_table
 

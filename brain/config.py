@@ -7,8 +7,10 @@ edits to the file cannot change where an existing session's effects go.
 
 from __future__ import annotations
 
+import importlib.util
 import tomllib
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,11 +20,14 @@ from brain.errors import ConfigError, InvalidRequest
 from brain.models import make_provider
 from brain.tools.builtins import BUILTINS
 from brain.tools.http_route import Target
+from brain.tools.mcp.create import CREATE_FIELDS as MCP_CREATE_FIELDS
+from brain.tools.mcp.servers import server_problem
 from brain.tools.run import TOOL_ENVIRONMENT_OPS
 
-PART_KINDS = ("models", "tools", "environments", "agentloops")
+PART_KINDS = ("models", "tools", "environments", "agentloops", "mcp_servers")
 MODEL_PROVIDERS = ("scripted", "openai", "anthropic")
 TOOL_ROUTES = ("http", "host", "builtin", "environment")
+"""Routes an operator may configure; `mcp` Tools come from `[mcp_servers]` (brain/tools/mcp/)."""
 ENVIRONMENT_KINDS = ("local", "host")
 BUILTIN_AGENTLOOP_PREFIX = "builtin:"
 
@@ -35,6 +40,7 @@ CREATE_FIELDS = {
     "idle_ttl_ms": int,
     "metadata": dict,
     "limits": dict,  # lower turn limits: checked and recorded by brain/sessions/asked_limits.py
+    **MCP_CREATE_FIELDS,  # read by brain/tools/mcp/create.py, once the names are resolved
 }
 MESSAGE_ROLES = ("user", "assistant", "tool", "system")  # the roles every model provider maps
 DEFAULT_AGENTLOOP = "default"
@@ -50,6 +56,7 @@ class BrainConfig:
     tools: dict[str, dict[str, Any]]
     environments: dict[str, dict[str, Any]]
     agentloops: dict[str, dict[str, Any]]
+    mcp_servers: dict[str, dict[str, Any]] = dataclass_field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path | None = None) -> BrainConfig:
@@ -80,6 +87,18 @@ class BrainConfig:
         for name, spec in self.environments.items():
             if spec.get("kind") not in ENVIRONMENT_KINDS:
                 raise ConfigError(f"environments.{name}: kind must be one of {ENVIRONMENT_KINDS}")
+        if self.mcp_servers and importlib.util.find_spec("mcp") is None:
+            raise ConfigError("mcp_servers: the MCP SDK is not installed "
+                              "(pip install 'brain[mcp]')")
+        for name, spec in self.mcp_servers.items():
+            problem = server_problem(name, spec)
+            if problem is not None:
+                raise ConfigError(f"mcp_servers.{name}: {problem}")
+        for name in self.tools:
+            server, dot, _ = name.partition(".")
+            if dot and server in self.mcp_servers:
+                raise ConfigError(f"tools.{name}: the name is taken by MCP server {server}'s "
+                                  "tools (server.tool)")
         for name, spec in self.agentloops.items():
             if not isinstance(spec.get("path"), str):
                 raise ConfigError(f"agentloops.{name}: path is required")

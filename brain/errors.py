@@ -76,6 +76,9 @@ SequenceBeyondEnd = _error("sequence_beyond_end", 422,
 SessionDamaged = _error("session_damaged", 500,
                         "the session's journal is refused (see `brain journal verify`)")
 TeardownFailed = _error("teardown_failed", 502, "an Environment could not be torn down")
+McpServerUnavailable = _error("mcp_server_unavailable", 502,
+                              "an MCP server the create body names could not list its tools "
+                              "(the message names it); no session was created")
 Draining = _error("draining", 503, "the server is shutting down and admits no new work")
 Unavailable = _error("unavailable", 503, "the convention member holding the session is down; "
                      "retry after `Retry-After` s", retry_after=5)

@@ -61,5 +61,9 @@ class LivePublisher:
             self._send(session_id, {"s": session_id, "d": {
                 "started": started, "delta": delta[start:start + MAX_DELTA_BYTES]}})
 
+    def tool_progress(self, session_id: str, started: int, progress: dict[str, Any]) -> None:
+        """An MCP server's progress on the Tool call `started`: live only, never journaled."""
+        self._send(session_id, {"s": session_id, "p": {"started": started, **progress}})
+
     def close(self) -> None:
         self._sock.close()

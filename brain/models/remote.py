@@ -38,6 +38,7 @@ from brain.models.http import (
     read_error_body,
     scrub,
 )
+from brain.models.tool_names import from_wire, to_wire
 from brain.net.http_exchange import Exchange, ExchangeFailed
 from brain.net.sse import SseEvent
 
@@ -143,6 +144,10 @@ class RemoteProvider(Provider):
     # -- the call ------------------------------------------------------------------------------
 
     def call(self, request: Request, on_delta: OnDelta, cancel: threading.Event) -> Result:
+        wire_request, back = to_wire(request)  # `server.tool` travels as `server__tool`
+        return from_wire(self._call(wire_request, on_delta, cancel), back)
+
+    def _call(self, request: Request, on_delta: OnDelta, cancel: threading.Event) -> Result:
         check_cancel(cancel)
         on_delta = safe_delta(on_delta, log)
         key = self.key_source.read() if self.key_source else None

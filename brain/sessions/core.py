@@ -16,6 +16,7 @@ from typing import Any
 from brain import errors
 from brain.effects import Outcome
 from brain.protocol.effects import EffectDone, Parked, RunEnvironmentOp
+from brain.protocol.mcp import ForgetMcpSession
 from brain.protocol.messages import (
     CancelGrace,
     CancelTurn,
@@ -213,7 +214,15 @@ def _finish_end(tx: Tx, who: Requester, failures: tuple[str, ...]) -> None:
     # A failed detach is recorded and does not prevent the session from ending.
     tx.commit(records.session_ended())
     tx.checkpoint = True
+    _forget_mcp(tx)
     tx.reply(who, body=tx.view())
+
+
+def _forget_mcp(tx: Tx) -> None:
+    """A session done with its MCP servers: the Tool executor forgets its credentials and stops
+    its own stdio servers (brain/tools/mcp/)."""
+    if (tx.state.projection.config or {}).get("mcp_servers"):
+        tx.send(Target.TOOL_EXECUTOR, ForgetMcpSession(tx.state.session_id))
 
 
 def _answer_waiting_ends(tx: Tx) -> None:
@@ -241,6 +250,7 @@ def _finish_delete(tx: Tx, who: Requester, failures: tuple[str, ...]) -> None:
             f"Environment teardown failed ({'; '.join(failures)}); "
             "retry with a new Idempotency-Key"))
         return
+    _forget_mcp(tx)
     tx.act(_remove_files(tx))
     tx.reply(who, body={})
 

@@ -15,7 +15,8 @@ from brain.protocol.records import TRANSCRIPT_REPLACED
 
 TURN_ERROR_CODES = frozenset({"model_call_limit", "turn_timeout", "cancelled", "agentloop_error",
                               "agentloop_diverged", "emit_limit", "interrupted"})
-RESERVED_NAMES = frozenset(RECORD_NAMES) | {"model_delta", TRANSCRIPT_REPLACED, "error"} \
+RESERVED_NAMES = frozenset(RECORD_NAMES) | {"model_delta", "tool_progress", TRANSCRIPT_REPLACED,
+                                          "error"} \
     | frozenset(BY_CODE) | TURN_ERROR_CODES
 MAX_NAME_LENGTH = 128
 

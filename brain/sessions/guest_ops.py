@@ -77,6 +77,18 @@ def kv_read(tx: Tx, call: GuestCall) -> Answer:
     return {"found": False, "value": None}
 
 
+def tools_list(tx: Tx, call: GuestCall) -> Answer:
+    """The session's Tools as the model is shown them (MCP ones with their annotations), so a
+    loop can choose which to offer: read from `session_created`, the same on every turn."""
+    config = tx.state.projection.config or {}
+    listed = []
+    for offered, tool in zip(_offered_tools(config, None), config.get("tools", []), strict=True):
+        if tool.get("annotations"):
+            offered["annotations"] = tool["annotations"]
+        listed.append(offered)
+    return {"tools": listed}
+
+
 def kv_put(tx: Tx, call: GuestCall) -> Answer:
     key = _key(call.op)
     if "value" not in call.op:
@@ -193,6 +205,7 @@ OPS = {
     "kv.delete": kv_delete,
     "model.call": model_call,
     "tools.call": tools_call,
+    "tools.list": tools_list,
     "events.emit": events_emit,
     "telemetry.record": telemetry_record,
 }

@@ -28,6 +28,10 @@ TOOL_ENVIRONMENT_OPS = ("exec", "read", "write")
 
 HOST_TOOLS_MESSAGE = "no host dispatcher is available to this tool call"
 
+McpRunner = Callable[[dict[str, Any], Any, Deadline, threading.Event], ToolOutcome]
+"""`(tool entry, input, deadline, cancel) -> outcome`: brain/tools/mcp/call.py bound to the
+executor's connections and the session's credentials."""
+
 
 def run_tool(
     tool: dict[str, Any],
@@ -39,6 +43,7 @@ def run_tool(
     cancel: threading.Event,
     environment_runner: EnvironmentRunner | None = None,
     host_runner: HostRunner | None = None,
+    mcp_runner: McpRunner | None = None,
 ) -> ToolOutcome:
     """Run one Tool call and say what came of it.
 
@@ -72,6 +77,13 @@ def run_tool(
         return _run_environment(tool, invocation["input"], deadline, cancel, environment_runner)
     if route == "host":
         return _run_host(tool, invocation["input"], deadline, cancel, host_runner)
+    if route == "mcp":
+        if mcp_runner is None:
+            return ToolOutcome.failed("error", "no MCP connections are available to this call")
+        try:
+            return mcp_runner(tool, invocation["input"], until, cancel)
+        except Exception:  # a fault in Brain after the call may have been sent
+            return ToolOutcome.failed("unknown", "mcp tool call ended abnormally")
     return ToolOutcome.failed("error", f"unknown tool route {route!r}")
 
 

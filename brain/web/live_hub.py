@@ -132,6 +132,8 @@ class LiveHub:
             subs = list(self._subs.get(message.get("s", ""), ()))
         if "d" in message:
             item: tuple[str, Any] = ("delta", message["d"])
+        elif isinstance(message.get("p"), dict):
+            item = ("progress", message["p"])
         elif isinstance(message.get("q"), int):
             item = ("commit", message["q"])
         else:

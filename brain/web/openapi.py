@@ -246,8 +246,12 @@ class _Schemas:
             rendered["$ref"] = rendered["$ref"]["$ref"]
         kind = spec.get("x-configured")
         if kind is not None and self.config is not None:
-            rendered["enum"] = [*sorted(getattr(self.config, kind)),
-                                *([None] if spec.get("nullable") else [])]
+            names = [*sorted(getattr(self.config, kind)),
+                     *([None] if spec.get("nullable") else [])]
+            if names:
+                rendered["enum"] = names
+            else:  # nothing of this kind is configured: no value is valid (an empty enum is
+                rendered["not"] = {}  # not allowed in OpenAPI)
         return rendered
 
     def _component(self, schema: Schema) -> str:

@@ -1,7 +1,9 @@
 """Server-Sent Events for one session: catch up from the journal, then follow new commits.
 
 Frames: committed Events as `id: <sequence>` / `event: <kind>` / `data: <Event JSON>`; live model
-deltas as `event: model_delta` with `data: {started, delta}` and no id; a comment every 15 s
+deltas as `event: model_delta` with `data: {started, delta}` and no id, and an MCP Tool call's
+progress as `event: tool_progress` with `data: {started, progress, total, message}` and no id;
+a comment every 15 s
 keeps idle streams open and lets the server notice a closed client. The stream ends after
 `session_ended` or when the session is deleted.
 
@@ -40,6 +42,14 @@ def delta_frame(delta: dict[str, Any]) -> bytes:
     data = json.dumps({"started": delta.get("started"), "delta": delta.get("delta", "")},
                       separators=(",", ":"))
     return f"event: model_delta\ndata: {data}\n\n".encode()
+
+
+def progress_frame(progress: dict[str, Any]) -> bytes:
+    data = json.dumps({key: progress.get(key) for key in PROGRESS_FIELDS}, separators=(",", ":"))
+    return f"event: tool_progress\ndata: {data}\n\n".encode()
+
+
+PROGRESS_FIELDS = ("started", "progress", "total", "message")
 
 
 def error_frame(error: errors.BrainError, request_id: str) -> bytes:
@@ -122,6 +132,9 @@ def _frames(catch_up: Iterator[bytes], state: _FollowState, subscription: Subscr
                 # A subscriber this far behind gets committed results, not stale previews.
                 if not lagging and value.get("started") not in state.finished_calls:
                     yield delta_frame(value)
+            elif kind == "progress":
+                if not lagging and value.get("started") not in state.finished_calls:
+                    yield progress_frame(value)
             elif value > state.cursor and not _commit_follows(items, index):
                 yield from state.read(through=value)
         if not woken:

@@ -111,6 +111,22 @@ def test_a_guest_call_error_is_raised_with_its_code(guest: Any) -> None:
         guest.transcript.read()
 
 
+def test_tool_definitions_come_from_tools_list(guest: Any) -> None:
+    from brain_guest import _host
+
+    asked = []
+    tools = [{"name": "docs.search", "description": "Search.", "input_schema": {"type": "object"},
+              "annotations": {"readOnlyHint": True}}]
+
+    def answer(text: str) -> str:
+        asked.append(json.loads(text))
+        return json.dumps({"tools": tools})
+
+    _host._answer = answer
+    assert guest.tools.definitions() == tools
+    assert asked == [{"op": "tools.list"}]
+
+
 def test_testing_runs_a_loop_in_plain_python(guest: Any) -> None:
     from brain_guest.testing import run, serve_with
 

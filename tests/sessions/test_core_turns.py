@@ -79,6 +79,15 @@ def test_a_refused_op_answers_an_error_and_changes_nothing(op, args, code) -> No
     assert guest_answers(step)[1]["error"]["code"] == code
 
 
+def test_tools_list_answers_the_session_tools_as_the_model_sees_them() -> None:
+    session = Session().running()
+    answer = guest_answers(session.guest("tools.list"))
+    [tools] = answer.values()
+    configured = session.state.projection.config.get("tools", [])
+    assert [t["name"] for t in tools["tools"]] == [t["name"] for t in configured]
+    assert all(set(t) >= {"name", "description", "input_schema"} for t in tools["tools"])
+
+
 def test_a_guest_call_with_no_turn_is_an_internal_error() -> None:
     session = Session().created()
     step = session.feed(GuestCall(9, {"op": "kv.read", "key": "k"}))

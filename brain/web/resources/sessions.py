@@ -26,6 +26,7 @@ from brain.web.contract import (
     operation,
 )
 from brain.web.gateway import ActorGateway
+from brain.web.mcp_create import add_mcp_tools, forget_mcp_session, names_mcp_servers
 from brain.web.member_registries import MemberNotReached
 from brain.web.members import Convention
 from brain.web.reads import session_resource
@@ -47,6 +48,14 @@ CREATE_FIELD_DETAILS: dict[str, dict[str, Any]] = {
                      "uniqueItems": True},
     "transcript": {"items": MESSAGE,
                    "description": "Messages to seed the session's opening conversation."},
+    "mcp_servers": {"items": {"type": "string", "x-configured": "mcp_servers"},
+                    "uniqueItems": True,
+                    "description": "MCP servers whose tools (server.tool) the session offers; "
+                    "each one's tools/list is fetched and recorded at create."},
+    "mcp_credentials": {"additionalProperties": {"type": "object"},
+                        "description": "The session's own credentials, by server: "
+                        "{bearer_token, headers} for a url server, {env} for a stdio one. Held "
+                        "in memory only, never recorded or logged."},
     "idle_ttl_ms": {"minimum": 0, "maximum": MAX_IDLE_TTL_MS,
                     "description": "Keep the actor this long after work; 0 = forever; absent or "
                     "null = the server-wide BRAIN_SESSION_IDLE_TTL_MS."},
@@ -63,7 +72,8 @@ if not set(CREATE_FIELD_DETAILS) <= set(CREATE_FIELDS):
 CREATE_BODY = Schema("CreateBody", {
     "type": "object",
     "additionalProperties": False,
-    "description": "Only names defined in the server configuration; never secrets. "
+    "description": "Only names defined in the server configuration; never secrets, except "
+    "in `mcp_credentials`, which is held in memory and never recorded. "
     "Every field is optional, and null means the same as absent.",
     "properties": {
         name: optional({"type": JSON_TYPE_OF[kind], **CREATE_FIELD_DETAILS.get(name, {})})
@@ -105,6 +115,11 @@ class SessionsResource:
         body = req.context.body
         resolved = self.config.resolve_create(body)  # configured names, the seed's messages
         resolved[LIMITS_FIELD] = session_limits(body.get(LIMITS_FIELD), limits_from(self.settings))
+        if names_mcp_servers(body):
+            # The local Tool executor lists the servers and holds the credentials, so the
+            # session stays on this member.
+            self._create_here(req, resp, body, resolved)
+            return
         member = self.convention.place() if self.convention is not None else None
         parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
         create = CreateSession(resolved, seed_transcript(body), traceparent=parent)
@@ -119,6 +134,24 @@ class SessionsResource:
                         exc)
             session_id = member_session_id(new_session_id(), self.settings.member)
             view = self.gateway.request(session_id, create, CREATE_TIMEOUT_SECS)
+        self._created(resp, session_id, view)
+
+    def _create_here(self, req: falcon.Request, resp: falcon.Response, body: dict[str, Any],
+                     resolved: dict[str, Any]) -> None:
+        """A create naming MCP servers: listed first (brain/web/mcp_create.py), made here."""
+        session_id = member_session_id(new_session_id(), self.settings.member)
+        add_mcp_tools(self.config, body, resolved, session_id, self.gateway)
+        parent = otel.traceparent(getattr(req.context, "otel_span", None))  # BRAIN_OTEL
+        create = CreateSession(resolved, seed_transcript(body), traceparent=parent)
+        try:
+            view = self.gateway.request(session_id, create, CREATE_TIMEOUT_SECS)
+        except BaseException:
+            forget_mcp_session(self.gateway, session_id)
+            raise
+        self._created(resp, session_id, view)
+
+    @staticmethod
+    def _created(resp: falcon.Response, session_id: str, view: Any) -> None:
         resp.status = falcon.HTTP_201
         resp.media = view
         resp.set_header("Location", f"/v1/sessions/{session_id}")

@@ -1,4 +1,5 @@
-"""Run tool calls (concurrently, each journaled on its own); results in the calls' order."""
+"""The session's tool definitions, and running tool calls (concurrently, each journaled on its
+own; results in the calls' order)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ class ToolResult:
     content: Any
     is_error: bool
     outcome: str  # ok, error, cancelled, timeout or unknown
+
+
+def definitions() -> list[dict[str, Any]]:
+    """The session's Tools as the model is shown them: `{name, description, input_schema}`,
+    plus `annotations` for an MCP tool (`server.tool`). Pass chosen names to `model.call(...,
+    tools=names)` to offer only those."""
+    return list(_call({"op": "tools.list"}).get("tools") or [])
 
 
 def call(calls: list[dict[str, Any]]) -> list[ToolResult]:

@@ -28,6 +28,7 @@ from brain.client.errors import (
     IdempotencyConflict,
     InternalError,
     InvalidRequest,
+    McpServerUnavailable,
     NotFound,
     Overloaded,
     PayloadTooLarge,
@@ -74,7 +75,8 @@ __all__ = [
     "RequestTimeout", "ProtocolError", "InvalidRequest", "Unauthorized", "Forbidden", "NotFound",
     "Conflict", "SessionBusy", "SessionEnded", "SessionActive", "IdempotencyConflict",
     "RequestInProgress", "IdempotencyAmbiguous", "PayloadTooLarge", "UnsupportedMediaType",
-    "ServerError", "SessionDamaged", "InternalError", "TeardownFailed", "Draining",
+    "ServerError", "SessionDamaged", "InternalError", "TeardownFailed", "McpServerUnavailable",
+    "Draining",
     "ForkInsideTurn", "SequenceBeyondEnd", "BodyTimedOut", "Unavailable", "Overloaded",
 ]
 

@@ -179,6 +179,11 @@ class TeardownFailed(ServerError, code="teardown_failed", status=502):
     """502 teardown_failed: delete again with a new Idempotency-Key to request another attempt."""
 
 
+class McpServerUnavailable(ServerError, code="mcp_server_unavailable", status=502):
+    """502 mcp_server_unavailable: an MCP server the create named could not list its tools (the
+    message names it); no session was created, so creating again once it is up is safe."""
+
+
 class Draining(ServerError, code="draining", status=503):
     """503 draining: the server is shutting down; retry elsewhere or later."""
 

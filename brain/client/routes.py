@@ -126,6 +126,8 @@ class CreateFields(TypedDict, total=False):
     idle_ttl_ms: int | None
     metadata: dict[str, Any] | None
     limits: dict[str, int] | None  # lower turn limits: max_turn_secs, max_model_calls
+    mcp_servers: list[str] | None  # configured MCP servers whose tools the session offers
+    mcp_credentials: dict[str, dict[str, Any]] | None  # per server; held in memory, never recorded
 
 
 CREATE_FIELDS = frozenset(CreateFields.__annotations__)

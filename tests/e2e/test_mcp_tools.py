@@ -323,3 +323,19 @@ def test_sigkill_mid_call_gives_unknown_and_no_second_call_then_a_replay_without
     finally:
         server.kill()
         remote.stop()
+
+
+def test_the_client_sdk_creates_with_mcp_servers_and_credentials(setup: Setup) -> None:
+    """Both create fields pass through `create_session`, and a server that cannot list its
+    tools is the SDK's McpServerUnavailable."""
+    from brain.client import Brain, McpServerUnavailable
+
+    server = setup.server
+    with Brain(server.url, server.token, timeout=30, turn_timeout=60) as brain:
+        session = brain.create_session(model="mcpuser", mcp_servers=["remote"],
+                                       mcp_credentials={"remote": {"bearer_token": SECRET}})
+        assert session.send("whoami").status == "ended"
+        assert tool_records(server, session.id)[-1]["data"]["result"]["content"]["content"][0][
+            "text"] == "authorized"
+        with pytest.raises(McpServerUnavailable, match="gone"):
+            brain.create_session(model="mcpuser", mcp_servers=["gone"])

@@ -71,3 +71,46 @@ def test_a_kept_writer_is_taken_up_unless_the_web_admitted_a_turn(one_actor: Bra
     assert texts == ["one", "echo: one", "two", "echo: two", "three", "echo: three"]
     with JournalWriter.open(journal, project=True) as writer:  # a full recovery agrees
         assert writer.opened.last_seq == frames[-1].seq and writer.opened.status == "idle"
+
+
+NAPPER = """
+[models.napper]
+provider = "scripted"
+script = [
+  { tool_calls = [ { name = "nap", input = { seconds = 0.3 } } ], delay_ms = 200 },
+  { text = "rested", delay_ms = 200 },
+]
+
+[tools.nap]
+route = "builtin"
+function = "sleep"
+description = "Sleep for `seconds`."
+"""
+
+
+def test_a_suspended_turn_resumes_from_what_its_actor_kept(tmp_path: Path) -> None:
+    """Two sessions take turns on one actor, each turn suspended three times (two model calls
+    and a Tool call, each parked at once): every open after the creates takes up what the actor
+    kept at the last release of that session, suspended turn and history included, and the
+    turns end as a full recovery of their journals says."""
+    server = configured(tmp_path, NAPPER, {"BRAIN_SESSION_POOL_SIZE": "1",
+                                           "BRAIN_MAX_SESSION_ACTORS": "1",
+                                           "BRAIN_SUSPEND_AFTER_MS": "0"}).start()
+    try:
+        ids = [server.create_session(model="napper", tools=["nap"])["id"] for _ in range(2)]
+        wait_for(lambda: opens(server) == (0.0, 2.0), timeout=20, interval=0.2,
+                 what="two creates, each a full open")
+        for sid in ids + ids:
+            assert server.send(sid, "hi")["output"] == "rested"
+        # each turn: its message, then three outcomes, each resuming the suspended turn
+        wait_for(lambda: opens(server) == (16.0, 2.0), timeout=20, interval=0.2,
+                 what="every open of a turn took up the kept journal")
+        for sid in ids:
+            journal = server.data_dir / "sessions" / sid / "journal"
+            kinds = [frame.record["kind"] for frame in JournalScan(journal)]
+            assert kinds.count("turn_ended") == 2 and kinds.count("tool_call_ended") == 2
+            assert kinds.count("model_call_started") == 4 == kinds.count("model_call_ended")
+            with JournalWriter.open(journal, project=True) as writer:
+                assert writer.opened.status == "idle" and writer.opened.open_turn is None
+    finally:
+        server.kill()

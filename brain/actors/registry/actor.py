@@ -269,7 +269,7 @@ class Registry(PoolForks, TracedDispatcher):
         return len(self._slots) < self._max_serving and bool(self._pool.idle)
 
     def _open(self, session_id: str) -> SessionSlot:
-        actor = self._pool.take()
+        actor = self._pool.take(session_id)
         assert actor is not None, "_open is called only with an idle actor"
         slot = SessionSlot(actor)
         self._slots[session_id] = slot
@@ -287,7 +287,7 @@ class Registry(PoolForks, TracedDispatcher):
     def _serve_backlog(self) -> None:
         """Hand idle actors to the sessions that waited longest, while capacity lasts."""
         while self._backlog and self._can_open():
-            session_id, waiting, waited = self._backlog.pop()
+            session_id, waiting, waited = self._backlog.pop(self._pool.kept_by_idle)
             for seconds in waited:
                 self._observe("brain_admission_wait_seconds", seconds)
             slot = self._open(session_id)
@@ -377,7 +377,7 @@ class Registry(PoolForks, TracedDispatcher):
         del self._slots[msg.session_id]
         if msg.suspended is not None:
             self._keep_suspended(msg.session_id, msg.suspended)
-        if not self._pool.returned(slot.actor):
+        if not self._pool.returned(slot.actor, msg.session_id):
             self._retired.append(sender)
             self.send(sender, ActorExitRequest())  # recycled, or more idle than the pool holds
             self._arm_refill()
@@ -430,7 +430,7 @@ class Registry(PoolForks, TracedDispatcher):
                   else "it held no session")
         self._count_exit("session")
         for session_id in held:
-            del self._slots[session_id]
+            self._pool.forget(self._slots.pop(session_id).actor)
             # Record now what it left (an open turn fails `interrupted`; a turn admitted in
             # this run that it never started runs), rather than at the next command.
             self._backlog.put_first(session_id, [(ToSession(

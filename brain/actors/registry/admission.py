@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
 from brain.protocol.messages import (
@@ -38,6 +39,9 @@ OWED = (RunAdmitted, Recover, Outcomes, EffectsLost, ExpireTurn, WebhookRecord)
 """Work Brain owes a session whatever the load: never refused, never expired (an outcome or a
 deadline of a suspended turn is owed to the turn as an admitted one is; so is the record of a
 webhook delivery, and the settling of effects a dead executor held)."""
+PREFER_WINDOW = 16
+"""How far from the head of the line an actor's own kept session may be taken first, and how
+many times the head may be passed over for one."""
 NEW_WORK = (CreateSession, StartTurn)
 """Work that takes on memory, refused while the memory budget is exhausted
 (brain/memory_budget.py); cancels, ends and deletes give memory back and always pass."""
@@ -48,6 +52,8 @@ class Backlog:
         self.limit = limit
         self.wait_secs = wait_secs
         self._sessions: OrderedDict[str, list[tuple[ToSession, Any, float]]] = OrderedDict()
+        # the session at the head, and how many times it was passed over
+        self._head_passed: tuple[str | None, int] = (None, 0)
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -80,10 +86,21 @@ class Backlog:
         entry[:0] = [(msg, sender, now) for msg, sender in waiting]
         self._sessions.move_to_end(session_id, last=False)
 
-    def pop(self) -> tuple[str, Waiting, list[float]]:
+    def pop(self, preferred: Callable[[str], bool] | None = None
+            ) -> tuple[str, Waiting, list[float]]:
         """The session that has waited longest, its work in order, and how long (seconds)
-        each piece of work waited."""
-        session_id, entry = self._sessions.popitem(last=False)
+        each piece of work waited. With `preferred`: the first session of the `PREFER_WINDOW`
+        at the head that it says yes to (one an idle actor keeps, which opens it without
+        reading its journal), if there is one and the head was passed over fewer than
+        `PREFER_WINDOW` times, so no session waits more than that many turns of others."""
+        head = next(iter(self._sessions))
+        passed = self._head_passed[1] if self._head_passed[0] == head else 0
+        session_id = head
+        if preferred is not None and passed < PREFER_WINDOW:
+            session_id = next((candidate for candidate in islice(self._sessions, PREFER_WINDOW)
+                               if preferred(candidate)), head)
+        self._head_passed = (head, passed + 1) if session_id != head else (None, 0)
+        entry = self._sessions.pop(session_id)
         now = time.monotonic()
         return (session_id, [(msg, sender) for msg, sender, _ in entry],
                 [now - queued_at for _, _, queued_at in entry])

@@ -55,7 +55,7 @@ from brain.actors.session.activation import (
 from brain.actors.session.deadline import monotonic_deadline
 from brain.actors.session.inline import InlineCalls
 from brain.actors.session.journal import COMMIT_FAILED, CommitFailed, JournalSide
-from brain.actors.session.kept_journal import KeptJournal
+from brain.actors.session.kept_journal import KeptJournals
 from brain.actors.session.pool_member import PoolMembership
 from brain.actors.session.priority import lower_own_priority
 from brain.actors.session.release_report import ReleaseReports
@@ -139,8 +139,8 @@ class SessionActor(BridgedActor):
         self.registry: Any = None  # who sent the last `Delivered`: releases are reported there
         self.services: dict[str, Any] = {}  # global name -> address, from the last `Delivered`
         self.writer: JournalWriter | None = None  # the session's journal, while it is open
-        # the session released here last (brain/actors/session/kept_journal.py)
-        self.kept: KeptJournal | None = None
+        # the sessions released here last (brain/actors/session/kept_journal.py)
+        self.kept = KeptJournals()
         self._activations = 0  # activations started by this actor process, for their numbers
         self._void_activations: set[int] = set()  # abandoned (a failed commit, a suspension)
         self.lease = 0  # sessions served so far; stamps timers so a later session ignores them

@@ -129,15 +129,16 @@ class JournalSide:
             elif not isinstance(command, CreateSession) and not journal_dir.is_dir():
                 return False, frozenset()
             else:
-                taken = take_up(actor.kept, actor.core.session_id) if suspended is None else None
-                actor.kept = None
+                taken = take_up(actor.kept.pop(actor.core.session_id), actor.core.session_id,
+                                suspended)
+                timeline = None
                 if taken is not None:  # released here last, and nothing wrote since
-                    actor.writer, opened = taken
+                    actor.writer, opened, timeline = taken
                 else:
                     actor.writer = self._open_writer(
                         journal_dir, suspended.sequence if suspended is not None else None)
                     opened, actor.writer.opened = actor.writer.opened, None  # folded in the open
-                actor.suspension.open_history(suspended)
+                actor.suspension.open_history(suspended, timeline)
                 admitted = self._admitted_turn(opened)
                 actor._step(Opened(opened, admitted, suspended))
                 # Counted after the open's own step, which flushes the metrics of a session

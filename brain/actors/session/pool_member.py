@@ -90,7 +90,7 @@ class PoolMembership:
         A suspension is said at once: the registry keeps the turn until its outcome comes."""
         actor = self._actor
         counters, observations = actor.metrics.take()
-        self._drop_session()
+        self._drop_session(release.suspended)
         self._reports.add(release.session_id, release.handled, counters, observations,
                           time.monotonic())
         if release.suspended is not None:
@@ -121,15 +121,18 @@ class PoolMembership:
         if self._reports.asked(serving=self._actor.core is not None):
             self._report_after(0.0)
 
-    def _drop_session(self) -> str:
+    def _drop_session(self, suspended: Any = None) -> str:
         """Release: nothing of the session stays open or locked (reads never need this actor);
-        its closed writer and projection stay for its next open here
-        (brain/actors/session/kept_journal.py)."""
+        its closed writer and projection, and the `suspended` turn's history, stay for its next
+        open here (brain/actors/session/kept_journal.py)."""
         actor = self._actor
         session_id = actor.core.session_id if actor.core is not None else ""
         actor._flush_metrics()
-        actor.kept = keep(session_id, actor.writer,
-                          actor.core.projection if actor.core is not None else None)
+        actor.kept.put(keep(session_id, actor.writer,
+                            actor.core.projection if actor.core is not None else None,
+                            suspended,
+                            actor.suspension.timeline if suspended is not None else None),
+                       session_id)
         actor.journal.close()
         actor.suspension.forget_history()
         actor._fresh_session_state()

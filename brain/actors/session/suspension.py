@@ -4,9 +4,11 @@ The core decides (brain/sessions/suspension.py); this carries it out:
 - `SuspendActivation`: the guest's waiting call is answered `SUSPENDED`, which unwinds it; its
   activation is void from then on (its end is dropped), and the step's `ReleaseMe(suspended)`
   lets the session go with the turn, reported to the registry at once.
-- An open with a suspended turn (the registry's `Delivered.suspended`, or the copy kept here
-  for commands that crossed the release) also reads what the turn's activation journaled,
-  and keeps every record committed after it: the history the replay answers from.
+- The open turn's history (the projection before its `turn_started`, and every record from
+  that one on: what a replay answers from) is kept from the commit that starts the turn until
+  the one that ends it, through its suspensions and resumptions. An open with a suspended turn
+  (the registry's `Delivered.suspended`, or the copy kept here for commands that crossed the
+  release) takes it from what this actor kept at the release (kept_journal.py), or reads it.
 - `ResumeActivation`: a fresh activation whose guest calls the `Replay` answers first.
 
 The actor (brain/actors/session/actor.py) holds it as `actor.suspension`.
@@ -21,8 +23,10 @@ from typing import Any
 from brain.actors.session.activation import SUSPENDED
 from brain.actors.session.deadline import monotonic_deadline
 from brain.journal import read_timeline
+from brain.journal.projection import fold_all
 from brain.protocol.effects import Parked
 from brain.protocol.messages import Delivered, ReleaseMe
+from brain.protocol.records import TURN_ENDS, TURN_STARTED
 from brain.sessions.asked_limits import effective_limits
 from brain.sessions.replay import Replay, activation_history
 from brain.sessions.state import ResumeActivation, Turn
@@ -50,6 +54,11 @@ class Suspension:
         # the suspended turn's activation: the projection before it and every record from it on
         self._timeline: tuple[Any, list[dict[str, Any]]] | None = None
 
+    @property
+    def timeline(self) -> tuple[Any, list[dict[str, Any]]] | None:
+        """The open turn's history, kept with a suspended release (kept_journal.py)."""
+        return self._timeline
+
     def parked(self, msg: Parked) -> None:
         """An executor parked an effect of the session served now: the core decides whether
         the turn is suspended. One of a session served before is dropped."""
@@ -68,8 +77,10 @@ class Suspension:
             return kept[1]
         return None
 
-    def open_history(self, suspended: Turn | None) -> None:
-        """After an open: what the suspended turn's activation journaled, if there is one."""
+    def open_history(self, suspended: Turn | None,
+                     kept: tuple[Any, list[dict[str, Any]]] | None = None) -> None:
+        """After an open: the suspended turn's history, if there is one: `kept` at this actor's
+        release of the turn, else what the open read."""
         actor = self._actor
         self._timeline = None
         if suspended is None or actor.writer is None:
@@ -77,7 +88,7 @@ class Suspension:
             if spans is not None and actor.core is not None:
                 spans.no_suspended_turn(actor.core.session_id)
             return
-        history, actor.writer.history = actor.writer.history, None  # the writer keeps none
+        history, actor.writer.history = kept or actor.writer.history, None  # the writer keeps none
         if history is None:  # the checkpoint is newer than the turn: read it from the start
             history = read_timeline(actor.session_dir / "journal", suspended.sequence)
         spans = actor.otel_spans
@@ -87,8 +98,26 @@ class Suspension:
         self._timeline = history  # its records list takes each later commit (note_committed)
 
     def note_committed(self, committed: list[dict[str, Any]]) -> None:
-        """A batch just committed: the suspended turn's history, if one is kept, takes it."""
-        if self._timeline is not None:
+        """A batch just committed, before the actor's core takes the state that folds it: the
+        open turn's history takes it. A batch that ends the turn ends the history; one that
+        starts a turn starts one, from the core's projection (the one just before the batch)."""
+        start = end = -1
+        for index, record in enumerate(committed):
+            if record["kind"] == TURN_STARTED:
+                start = index
+            elif record["kind"] in TURN_ENDS:
+                end = index
+        if start > end:
+            before = self._actor.core.projection
+            if before is None:  # the session's first batch: its next open reads the history
+                self._timeline = None
+                return
+            if start:
+                before = fold_all(before, committed[:start])
+            self._timeline = (before, list(committed[start:]))
+        elif end >= 0:
+            self._timeline = None
+        elif self._timeline is not None:
             self._timeline[1].extend(committed)
 
     def forget_history(self) -> None:
@@ -125,7 +154,6 @@ class Suspension:
         if timeline is None:
             raise RuntimeError("a resumption without the activation's history")
         history = activation_history(timeline[0], timeline[1], resume.turn, resume.activation)
-        self._timeline = None
         core = actor.core
         # the turn's own limits (brain/sessions/asked_limits.py), as its first activation had
         limits = effective_limits(core.limits, history.base.config, history.turn_limits)

@@ -26,8 +26,10 @@ from tests.support.guests import example_guest
 from tests.support.noting import NOTING, note
 from tests.support.server import BrainServer, serving
 
-pytestmark = pytest.mark.skipif(missing_browser() is not None,
-                                reason=missing_browser() or "a browser is here")
+# What the browser runs is the console's JavaScript, the same on any Python (slow_e2e).
+pytestmark = [pytest.mark.skipif(missing_browser() is not None,
+                                 reason=missing_browser() or "a browser is here"),
+              pytest.mark.slow_e2e]
 
 MODELS = """
 [models.slow]

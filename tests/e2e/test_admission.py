@@ -138,6 +138,7 @@ def admitted_behind_a_busy_actor(server: BrainServer) -> tuple[str, str, int]:
     return running, waiting, resp.json()["sequence"]
 
 
+@pytest.mark.slow_e2e  # a SIGKILL and a restart: the journals, on any Python
 def test_an_admitted_turn_cut_off_by_a_crash_fails_interrupted_and_never_runs(tmp_path):
     server = slow_server(tmp_path, 8000).start()
     try:
@@ -158,6 +159,7 @@ def test_an_admitted_turn_cut_off_by_a_crash_fails_interrupted_and_never_runs(tm
         server.kill()
 
 
+@pytest.mark.slow_e2e  # a journal's lock held past a wait: the OS, on any Python
 def test_an_admitted_turn_whose_journal_stays_locked_is_handed_back_and_runs(tmp_path):
     """The actor handed an admitted turn finds the journal locked past its bounded wait (here
     the test holds the lock): the turn goes back to the registry and runs once it is free."""

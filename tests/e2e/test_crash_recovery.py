@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import BrainServer, group_pids
 from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow_e2e  # a SIGKILL and a restart: what it checks is the journals
 
 SLOW_MODEL = """
 [models.slow]

@@ -6,8 +6,12 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
+
+pytestmark = pytest.mark.slow_e2e  # signals and deadlines: the OS and the journals, on any Python
 
 MODELS = """
 [models.medium]

@@ -170,6 +170,7 @@ def test_serve_refuses_a_tool_that_names_no_builtin(tmp_path: Path) -> None:
 # -- a damaged session -------------------------------------------------------------------------
 
 
+@pytest.mark.slow_e2e  # a damaged journal on disk, the same on any Python
 def test_a_damaged_session_is_refused_alone(tmp_path: Path) -> None:
     s = BrainServer(tmp_path / "data").start()
     try:
@@ -241,6 +242,7 @@ def journal_bytes(session_dir: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted((session_dir / "journal").iterdir())}
 
 
+@pytest.mark.slow_e2e  # a damaged journal on disk, the same on any Python
 def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(
     tmp_path: Path,
 ) -> None:
@@ -288,6 +290,7 @@ def test_a_flip_under_the_checkpoint_refuses_every_write_and_delete_removes_it(
         s.kill()
 
 
+@pytest.mark.slow_e2e  # a damaged journal on disk, the same on any Python
 def test_a_session_kept_open_takes_no_write_once_its_journal_is_damaged(tmp_path: Path) -> None:
     """With an idle TTL the session actor keeps its writer open between turns; damage made
     meanwhile is found before the next command writes, as an open would find it."""

@@ -6,6 +6,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 import requests
 
 from tests.support.server import BrainServer
@@ -30,6 +31,7 @@ def post(server: BrainServer, path: str, key: str, body: dict | None = None,
                           headers={"Idempotency-Key": key, **(headers or {})})
 
 
+@pytest.mark.slow_e2e  # a SIGKILL and a restart: what it checks is on disk, on any Python
 def test_create_and_send_replay_byte_for_byte_after_sigkill(tmp_path: Path) -> None:
     server = BrainServer(tmp_path / "data").start()
     try:
@@ -74,6 +76,7 @@ def test_scopes_conflicts_and_errors(brain_server: BrainServer) -> None:
     assert post(s, "/v1/sessions/nope/end", "end-1").content == missing.content
 
 
+@pytest.mark.slow_e2e  # a SIGKILL and a restart: what it checks is on disk, on any Python
 def test_in_progress_then_ambiguous_after_kill_between_claim_and_answer(tmp_path: Path) -> None:
     data = tmp_path / "data"
     server = BrainServer(data).start()
@@ -109,6 +112,7 @@ def test_in_progress_then_ambiguous_after_kill_between_claim_and_answer(tmp_path
         server.kill()
 
 
+@pytest.mark.slow_e2e  # a SIGKILL and a restart: what it checks is on disk, on any Python
 def test_every_scope_replays_after_sigkill(tmp_path: Path) -> None:
     data = tmp_path / "data"
     server = BrainServer(data).start()

@@ -151,6 +151,7 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow_e2e  # a stop and the processes left: the OS, on any Python
 def test_stopping_brain_stops_its_stdio_servers(tmp_path: Path) -> None:
     made = start(tmp_path)
     try:
@@ -289,6 +290,7 @@ def test_200_concurrent_calls_across_50_sessions_over_one_http_server(setup: Set
     assert len(calls(setup.remote.log, "add")) - before == 200
 
 
+@pytest.mark.slow_e2e  # a SIGKILL and a restart: the journals, on any Python
 def test_sigkill_mid_call_gives_unknown_and_no_second_call_then_a_replay_without_the_server(
         tmp_path: Path) -> None:
     made = start(tmp_path)

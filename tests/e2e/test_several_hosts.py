@@ -21,6 +21,10 @@ from tests.support.server import group_pids
 from tests.support.sse import SseClient
 from tests.support.waiting import wait_for
 
+# The convention's behaviour is the network's and Thespian's, not the interpreter's, as in
+# test_several_hosts_netns.py: CI runs it on its main Python only.
+pytestmark = pytest.mark.slow_e2e
+
 LEADER_HOST, MEMBER_HOST = "127.0.0.2", "127.0.0.3"
 SESSIONS = 6  # sequential creates: at least one worker takes 3 of them, alternating members
 

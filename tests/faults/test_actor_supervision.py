@@ -22,6 +22,8 @@ from tests.support.metrics_scrape import scrape, value
 from tests.support.server import BrainServer, configured, group_pids
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.slow_e2e  # SIGKILLs of real actors: the journals and the OS, on any Python
+
 CONFIG = """
 [models.slow]
 provider = "scripted"

@@ -20,6 +20,8 @@ from tests.support.guests import example_guest
 from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.slow_e2e  # SIGKILLs of real actors: the journals and the OS, on any Python
+
 CONFIG = """
 [tools.hosted]
 route = "host"

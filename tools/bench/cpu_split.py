@@ -15,7 +15,9 @@ HTTP client) is shown apart. `--agentloop` runs the sessions on that Agentloop (
 Python component, e.g. one `brain agentloop build` made) instead of the default, so the two
 kinds' turns can be split the same way. `--arm slow` runs the text turn on a model that answers
 after `--delay-ms` (default 500): the turn waits, so its session actor parks it and takes it up
-again, which is what a turn costs where models answer in seconds.
+again, which is what a turn costs where models answer in seconds. Last, the session journal
+opens per turn, by how (`brain_journal_opens_total`): `kept`, an actor taking up what it kept
+when it let the session go, or `recovered`, a full open.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from collections import defaultdict
 
 from brain.procstat import CLOCK_TICK_SECS, read_stat
+from tests.support.metrics_scrape import scrape
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, own_cpu_seconds, percentile
 from tools.bench.sampling import PeriodicSampler
@@ -33,6 +36,7 @@ from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import SLOW_MODEL, TEXT_MODEL, TOOL_MODEL, brain_config
 
 SAMPLE_SECS = 0.02
+METRICS_SETTLE_SECS = 2.5  # released sessions' counts reach /metrics within about a second
 BENCH_LOOP = "measured"  # the configured name of an Agentloop given with --agentloop
 
 
@@ -121,6 +125,8 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
         server.send(ids[0], "warm-up")
     else:  # all at once, as the compare warms up: the pool grows to the concurrency first
         settle(server, ids)
+    time.sleep(METRICS_SETTLE_SECS)  # the warm-up's opens reach the metrics first
+    opens_before = journal_opens(server)
     pgrp = server.proc.pid  # the server leads its own process group
     deadline = time.monotonic() + 600
     client_before = own_cpu_seconds()
@@ -135,6 +141,9 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
             done, hung, p50 = run.turns, run.hung, ""
         elapsed = time.perf_counter() - began
     client = own_cpu_seconds() - client_before
+    time.sleep(METRICS_SETTLE_SECS)
+    opens = {how: count - opens_before.get(how, 0.0)
+             for how, count in journal_opens(server).items()}
     roles = sampler.by_role()
     total = sum(roles.values())
     print(f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s), "
@@ -147,6 +156,16 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
     print(f"  {'processes started':<24} {sampler.started_during()} "
           f"(titles seen: {sampler.started_roles()})")
     print(f"  {'the client (+sampler)':<24} {client / done * 1000:6.2f} ms/turn")
+    print(f"  {'journal opens per turn':<24} " + ", ".join(
+        f"{how} {count / done:.2f}" for how, count in sorted(opens.items())))
+
+
+def journal_opens(server: BrainServer) -> dict[str, float]:
+    """`brain_journal_opens_total` by `how`: kept (what the actor kept at its last release of
+    the session, taken up) or recovered (a full open)."""
+    _, samples = scrape(server)
+    return {dict(labels)["how"]: count for (name, labels), count in samples.items()
+            if name == "brain_journal_opens_total"}
 
 
 def main() -> None:

@@ -86,8 +86,21 @@ class DeleteSession(Message):
 
 
 @dataclass(frozen=True)
+class Orphan:
+    """A request a session actor took and never answered, because its process died: once the
+    session is recovered, its new actor answers it rather than leave the client waiting."""
+
+    request_id: str
+    reply_to: Any
+    waits_for_turn: bool  # a sync send (or a suspended turn's): the answer is its TurnResult
+
+
+@dataclass(frozen=True)
 class Recover(Message):
-    """Open the session only to record interrupted work (the registry's start-up scan)."""
+    """Open the session only to record interrupted work: the registry's start-up scan, or a
+    session actor that died holding the session, whose unanswered requests are `orphans`."""
+
+    orphans: tuple[Orphan, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from brain.protocol.messages import (
     EndSession,
     ExpireTurn,
     IdleTimeout,
+    Orphan,
     Outcomes,
     Recover,
     ReleaseMe,
@@ -34,6 +35,7 @@ from brain.protocol.messages import (
     TurnDeadline,
     WebhookRecord,
 )
+from brain.protocol.records import TURN_FAILED
 from brain.protocol.targets import Target
 from brain.sessions import guest_ops, records, suspension, turns, webhooks
 from brain.sessions.recovery import interrupted_work
@@ -55,6 +57,7 @@ from brain.sessions.state import (
     Step,
 )
 from brain.sessions.tx import Tx
+from brain.sessions.views import turn_result
 
 SETTLED = ("ended", "failed")
 
@@ -116,7 +119,7 @@ def _opened(tx: Tx, opened: Opened) -> None:
     """Restart rule: fail what a crash interrupted, never rerun it. A turn admitted in this
     run of the server (never one a crash left; the actor tells them apart) starts instead,
     and a turn suspended in this run (the registry hands it back) carries on."""
-    tx.set(phase=Phase.IDLE, projection=opened.projection, damage=None)
+    tx.set(phase=Phase.IDLE, projection=opened.projection, damage=None, interrupted_turn=None)
     turn: AdmittedTurn | None = opened.admitted
     if turn is not None and admitted(opened.projection, turn.sequence):
         turns.begin(tx, turn.sequence, turn.input, None, turn.limits)
@@ -130,7 +133,9 @@ def _opened(tx: Tx, opened: Opened) -> None:
                         "it is recorded as interrupted")
     interrupted = interrupted_work(opened.projection)
     if interrupted:
-        webhooks.owe_deliveries(tx, tx.commit(*interrupted))  # an interrupted turn's too
+        committed = tx.commit(*interrupted)
+        webhooks.owe_deliveries(tx, committed)  # an interrupted turn's too
+        tx.set(interrupted_turn=next((r for r in committed if r["kind"] == TURN_FAILED), None))
         tx.checkpoint = True
 
 
@@ -262,6 +267,24 @@ def _remove_files(tx: Tx) -> RemoveFiles:
 
 def _recover(tx: Tx, who: Requester, command: Command) -> None:
     tx.reply(who, body=tx.view())  # the open before this recorded the interrupted work
+    recover: Recover = command.delivered.command
+    for orphan in recover.orphans:
+        _answer_orphan(tx, orphan)
+
+
+def _answer_orphan(tx: Tx, orphan: Orphan) -> None:
+    """A request the session's dead actor took and never answered. A sync send whose turn this
+    open failed `interrupted` gets that TurnResult, as its turn really ended; anything else
+    gets an error, since what it did (if anything) is only in the session's events now. One
+    answered already is answered again here; the web's reply inbox drops that second answer."""
+    asker = Requester(orphan.reply_to, orphan.request_id)
+    failed = tx.state.interrupted_turn
+    if orphan.waits_for_turn and failed is not None:
+        tx.reply(asker, body=turn_result(tx.state.session_id, failed["started"], failed))
+    else:
+        tx.reply(asker, error=errors.Internal(
+            "the session's actor stopped while it handled this request; the session is "
+            "recovered and its events show what was recorded"))
 
 
 def _run_admitted(tx: Tx, who: Requester, command: Command) -> None:

@@ -126,6 +126,9 @@ class SessionState:
     handled: int = 0  # commands taken: the registry releases only when it sent as many
     release_wanted: bool = False
     idle_generation: int = 0  # names the latest IdleTimeout; older ones are stale
+    # The turn_failed this actor's open of the journal recorded for an interrupted turn: what
+    # a dead actor's orphaned sync send is answered with (core._recover).
+    interrupted_turn: dict[str, Any] | None = None
 
     @property
     def idle(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -252,6 +253,44 @@ def actor_dies_alone(server: BrainServer) -> None:
     assert [e for e in events if e["kind"] == "turn_failed"][-1]["data"]["error"]["code"] \
         == "interrupted"
     assert server.send(session_id, "again")["status"] == "ended"
+
+
+def test_a_sync_send_whose_session_actor_dies_is_answered_at_once(tmp_path):
+    """The client waiting on the turn hears how it ended as soon as the recovery recorded it,
+    not at its turn's deadline: a 200 TurnResult, failed `interrupted`, naming the turn, and the
+    same answer again for its Idempotency-Key."""
+    server = slow_server(tmp_path, 20000, BRAIN_SUSPEND_AFTER_MS="60000").start()
+    try:
+        session_id = server.create_session(model=SLOW)["id"]
+        answer: dict = {}
+
+        def send() -> None:
+            resp = server.request("POST", f"/v1/sessions/{session_id}/messages",
+                                  json={"input": "hi"}, headers={"Idempotency-Key": "k-1"},
+                                  timeout=120)
+            answer.update(status=resp.status_code, body=resp.json(), at=time.monotonic())
+
+        waiting = threading.Thread(target=send, daemon=True)
+        waiting.start()
+        wait_for(lambda: "model_call_started" in kinds(server, session_id), timeout=30,
+                 what="the turn runs")
+        os.kill(session_pid(server, session_id), signal.SIGKILL)
+        killed_at = time.monotonic()
+        waiting.join(60)
+        assert not waiting.is_alive(), "the sync send was never answered"
+        assert answer["at"] - killed_at < 10.0, answer
+        assert answer["status"] == 200, answer
+        body = answer["body"]
+        assert body["status"] == "failed" and body["error"]["code"] == "interrupted", body
+        [failed] = [e for e in server.events(session_id) if e["kind"] == "turn_failed"]
+        assert body["sequence"] == failed["data"]["started"] and body["session_id"] == session_id
+        again = server.request("POST", f"/v1/sessions/{session_id}/messages",
+                               json={"input": "hi"}, headers={"Idempotency-Key": "k-1"},
+                               timeout=30)
+        assert again.status_code == 200 and again.json() == body
+        assert kinds(server, session_id).count("model_call_started") == 1
+    finally:
+        server.kill()
 
 
 def web_worker_pids(server: BrainServer) -> list[int]:

@@ -35,7 +35,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from thespian.actors import ActorExitRequest, ChildActorExited, WakeupMessage
@@ -44,6 +44,7 @@ from brain.actors.admission_board import BoardWriter
 from brain.actors.convention import accepts_member
 from brain.actors.registry.admission import NEW_WORK, Backlog
 from brain.actors.registry.admitted_starts import DeferredStarts
+from brain.actors.registry.askers import Askers
 from brain.actors.registry.forks import ForkForBacklog, PoolForks, configured_modules
 from brain.actors.registry.lost_effects import EFFECTS_HELD_BY
 from brain.actors.registry.pool import PooledActor, SessionActorPool
@@ -115,6 +116,7 @@ class SessionSlot:
     forwarded: int = 0  # commands sent to the actor since it (re)opened the session
     asked_to_report: bool = False  # ReportRelease sent since the last command forwarded
     fresh: bool = True  # nothing forwarded yet: the first Delivered carries the suspension
+    askers: Askers = field(default_factory=Askers)  # answered by the recovery if it dies
 
 
 class Registry(PoolForks, TracedDispatcher):
@@ -339,6 +341,9 @@ class Registry(PoolForks, TracedDispatcher):
         slot.asked_to_report = False
         first, slot.fresh = slot.fresh, False
         suspended = self._suspended.take(msg.session_id) if first else None
+        if suspended is not None:
+            slot.askers.resumed(suspended)
+        slot.askers.forwarded(msg.request_id, msg.command, sender)
         self.send(slot.actor.address, Delivered(msg.request_id, msg.session_id, msg.command,
                                                 sender, self._services,
                                                 len(self._slots) > self._cpus, first,
@@ -415,7 +420,8 @@ class Registry(PoolForks, TracedDispatcher):
         """A session actor's process ended. One the registry retired, or one that exits as the
         actor system stops, is simply gone; any other was killed or crashed: logged, counted,
         replaced by the pool's refill, and the session it held (if any) is recovered at once,
-        its open turn failed `interrupted` as after a restart."""
+        its open turn failed `interrupted` as after a restart, and the requests it took answered
+        (brain/actors/registry/askers.py)."""
         if self._stopping:
             return
         self._pool.lost(msg.childAddress)
@@ -430,11 +436,12 @@ class Registry(PoolForks, TracedDispatcher):
                   else "it held no session")
         self._count_exit("session")
         for session_id in held:
-            self._pool.forget(self._slots.pop(session_id).actor)
+            slot = self._slots.pop(session_id)
+            self._pool.forget(slot.actor)
             # Record now what it left (an open turn fails `interrupted`; a turn admitted in
             # this run that it never started runs), rather than at the next command.
             self._backlog.put_first(session_id, [(ToSession(
-                f"recover-{session_id}", session_id, Recover()), None)])
+                f"recover-{session_id}", session_id, Recover(slot.askers.orphans())), None)])
         self._serve_backlog()
 
     def receiveMsg_str(self, msg: str, sender: Any) -> None:

@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from brain.agentloop.modules import load_module_info
 from brain.errors import ConfigError, InvalidRequest
 from brain.models import make_provider
 from brain.tools.builtins import BUILTINS
@@ -132,6 +131,8 @@ class BrainConfig:
         if idle_ttl_ms is not None and not 0 <= idle_ttl_ms <= MAX_IDLE_TTL_MS:
             raise InvalidRequest(f"idle_ttl_ms: must be between 0 and {MAX_IDLE_TTL_MS}")
         seed_transcript(body)
+        from brain.agentloop.modules import load_module_info  # wasmtime: not at import
+
         loop = load_module_info(agentloop_path(self.agentloops[agentloop]["path"]))
         return {
             "agentloop": {"name": agentloop, "path": loop["path"], "sha256": loop["sha256"]},

@@ -161,20 +161,29 @@ def test_a_cancel_of_a_turn_whose_executor_died_completes(server: BrainServer) -
     assert server.send(session, "next")["status"] in ("ended", "failed")  # not session_busy
 
 
+def test_suspended_turns_all_end_when_their_executor_dies(tmp_path: Path) -> None:
+    suspended_turns_end_when_their_executor_dies(tmp_path, 25)
+
+
+@pytest.mark.torture
 def test_a_hundred_suspended_turns_all_end_when_their_executor_dies(tmp_path: Path) -> None:
+    suspended_turns_end_when_their_executor_dies(tmp_path, 100)
+
+
+def suspended_turns_end_when_their_executor_dies(tmp_path: Path, turns: int) -> None:
     """With one session actor, each turn is suspended while its model call runs (the registry
     keeps it, no actor holds it); the registry settles each when the executor dies."""
     s = configured(tmp_path, CONFIG, {"BRAIN_SESSION_POOL_SIZE": "1",
                                       "BRAIN_MAX_SESSION_ACTORS": "1"}).start()
     try:
-        sessions = [s.create_session(model="slow")["id"] for _ in range(100)]
+        sessions = [s.create_session(model="slow")["id"] for _ in range(turns)]
         for session in sessions:
             resp = s.request("POST", f"/v1/sessions/{session}/messages", json={"input": "hi"},
                              headers={"Prefer": "respond-async"})
             assert resp.status_code == 202, resp.text
         for session in sessions:
             wait_for_record(s, session, "model_call_started")
-        wait_for(lambda: (value(scrape(s)[1], "brain_turns_suspended") or 0) >= 99,
+        wait_for(lambda: (value(scrape(s)[1], "brain_turns_suspended") or 0) >= turns - 1,
                  timeout=20, what="the turns suspended")
         kill_one(s, "brain-model-exe")
         killed_at = time.monotonic()
@@ -183,7 +192,8 @@ def test_a_hundred_suspended_turns_all_end_when_their_executor_dies(tmp_path: Pa
             wait_for(lambda x=session: s.request("GET", f"/v1/sessions/{x}").json()["status"]
                      == "idle", timeout=max(1.0, deadline - time.monotonic()),
                      what=f"{session} settled")
-        print(f"\n100 suspended turns settled {time.monotonic() - killed_at:.1f} s after the kill")
+        print(f"\n{turns} suspended turns settled {time.monotonic() - killed_at:.1f} s after "
+              "the kill")
         for session in sessions:
             assert_settled(s, session, "model_call")
         assert s.send(sessions[0], "again")["status"] in ("ended", "failed")

@@ -15,7 +15,9 @@ from brain.protocol.records import EFFECTS, effect_of
 from brain.sessions import records
 from brain.sessions.records import Record
 
-INTERRUPTED = {"code": "interrupted", "message": "the server stopped while this was in flight"}
+INTERRUPTED = {"code": "interrupted",
+               "message": "the server, or the process that ran this, stopped while it was in "
+                          "flight"}
 
 
 def interrupted_work(projection: Any) -> list[Record]:

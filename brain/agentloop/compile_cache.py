@@ -37,6 +37,8 @@ CACHE_ENV = "BRAIN_AGENTLOOP_CACHE"
 CLAIM_SUFFIX = ".compiling"
 CLAIM_POLL_SECS = 0.2
 CLAIM_WAIT_SECS = 600.0  # as long as a compile may take (precompile's own bound)
+# what link(2) says on a file system that has no hard links (the claim then falls back)
+NO_HARD_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
 
 Compiled = TypeVar("Compiled")
 
@@ -95,6 +97,11 @@ def compile_once(label: str, size: int, artifact: Path | None,
             if found is not None:
                 return found, "waited", time.monotonic() - started
             claim = _claim(artifact, take_over=True)
+        else:  # another process may have stored it and let its claim go since the load above
+            found = load(artifact)
+            if found is not None:
+                _release(claim)
+                return found, "cached", time.monotonic() - started
     try:
         kept = f"; once per machine, kept in {artifact.parent}" if artifact is not None else ""
         announce(f"compiling Agentloop {label} ({size_text(size)}){kept}")
@@ -122,7 +129,7 @@ def _claim(artifact: Path, take_over: bool = False) -> Path | None:
     path = claim_path(artifact)
     for _ in range(2):
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            _create_whole(path)
         except FileExistsError:
             holder = _holder(path)
             if not take_over and holder is not None and _alive(holder):
@@ -131,10 +138,35 @@ def _claim(artifact: Path, take_over: bool = False) -> Path | None:
             continue
         except OSError:
             return None if not take_over else path
-        with os.fdopen(fd, "w") as out:
-            out.write(str(os.getpid()))
         return path
     return path
+
+
+def _create_whole(path: Path) -> None:
+    """The claim file with our pid in it, made at once: written under a private name and linked
+    to `path`, which fails when `path` exists. A claim made empty and then written could be
+    read in between, empty, and taken for a dead process's by a second compiler."""
+    private = path.with_name(f"{path.name}.{os.getpid()}.new")
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(str(os.getpid()))
+        try:
+            os.link(private, path)
+        except FileExistsError:
+            raise
+        except OSError as exc:
+            if exc.errno not in NO_HARD_LINKS:
+                raise
+            _create_then_write(path)  # a file system without hard links: the older, racier way
+    finally:
+        private.unlink(missing_ok=True)
+
+
+def _create_then_write(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(str(os.getpid()))
 
 
 def _holder(path: Path) -> int | None:

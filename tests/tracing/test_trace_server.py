@@ -14,6 +14,7 @@ import pytest
 from tests.support.server import BrainServer, configured
 from tests.support.waiting import wait_for
 from tests.tracing.models import TOOLUSER
+from tools.bench.message_count import count
 
 CONFIG = TOOLUSER + """
 [models.slow]
@@ -75,6 +76,13 @@ def test_a_tool_turn_and_a_cancelled_turn_pass_the_check(traced, tmp_path: Path)
     assert outcomes == {"cancelled"}
     assert not [line for line in lines if line["msg"] in ("MetricsReport", "WatchMessage")]
     assert all(isinstance(line["t_us"], int) and "T" in line["wall"] for line in lines)
+    # The benchmark that counts messages per turn reads these same lines.
+    received, _timers, commits = count(lines)
+    assert received[("registry", "ToSession(StartTurn)")] == 1  # the submit is admitted apart
+    assert received[("session", "Delivered(StartTurn)")] == 1
+    assert received[("session", "Delivered(RunAdmitted)")] == 1
+    assert received[("tool_executor", "RunToolCall")] == 1
+    assert commits >= 6
 
     checked = brain_trace("--check", str(trace))
     assert checked.returncode == 0, checked.stderr

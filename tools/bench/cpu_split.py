@@ -1,7 +1,7 @@
 """CPU per turn of each of Brain's processes: where a turn's cost goes, by role.
 
 Usage: python -m tools.bench.cpu_split [--arm text|tools|slow] [--turns 150] [--sessions 1]
-                                       [--delay-ms 500] [--agentloop FILE.wasm]
+                                       [--delay-ms 500] [--agentloop FILE.wasm] [--messages]
 
 Starts a real `brain serve` with the compare's scripted models (tools/bench/workload.py), runs a
 warm-up (with several sessions, as the compare does: until the warm pool has grown to the
@@ -17,20 +17,26 @@ kinds' turns can be split the same way. `--arm slow` runs the text turn on a mod
 after `--delay-ms` (default 500): the turn waits, so its session actor parks it and takes it up
 again, which is what a turn costs where models answer in seconds. Last, the session journal
 opens per turn, by how (`brain_journal_opens_total`): `kept`, an actor taking up what it kept
-when it let the session go, or `recovered`, a full open.
+when it let the session go, or `recovered`, a full open. `--messages` runs the same workload
+traced (BRAIN_TRACE) and prints, instead of CPU, the actor messages, timers and commits per
+turn by kind (tools/bench/message_count.py): tracing costs CPU of its own.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 
 from brain.procstat import CLOCK_TICK_SECS, read_stat
 from tests.support.metrics_scrape import scrape
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, own_cpu_seconds, percentile
+from tools.bench.message_count import read_lines, report
 from tools.bench.sampling import PeriodicSampler
 from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import SLOW_MODEL, TEXT_MODEL, TOOL_MODEL, brain_config
@@ -114,8 +120,10 @@ class CpuSampler(PeriodicSampler):
 
 
 def measure(server: BrainServer, arm: str, turns: int, sessions: int,
-            agentloop: str | None = None, label: str | None = None) -> None:
-    """`agentloop` is the configured name the sessions use; `label` names it in the output."""
+            agentloop: str | None = None, label: str | None = None,
+            trace: Path | None = None) -> None:
+    """`agentloop` is the configured name the sessions use; `label` names it in the output;
+    `trace`, the server's BRAIN_TRACE file, counts messages instead of CPU."""
     model, tools = {"text": (TEXT_MODEL, []), "slow": (SLOW_MODEL, []),
                     "tools": (TOOL_MODEL, ["echo"])}[arm]
     chosen = {} if agentloop is None else {"agentloop": agentloop}
@@ -128,6 +136,7 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
     time.sleep(METRICS_SETTLE_SECS)  # the warm-up's opens reach the metrics first
     opens_before = journal_opens(server)
     pgrp = server.proc.pid  # the server leads its own process group
+    trace_from = trace.stat().st_size if trace is not None and trace.exists() else 0
     deadline = time.monotonic() + 600
     client_before = own_cpu_seconds()
     with CpuSampler(pgrp) as sampler:
@@ -144,6 +153,11 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
     time.sleep(METRICS_SETTLE_SECS)
     opens = {how: count - opens_before.get(how, 0.0)
              for how, count in journal_opens(server).items()}
+    if trace is not None:
+        print(f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s), "
+              f"{done} turns, traced (no CPU figures: tracing costs CPU)")
+        print("\n".join(report(read_lines(trace, trace_from), done)))
+        return
     roles = sampler.by_role()
     total = sum(roles.values())
     print(f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s), "
@@ -179,15 +193,23 @@ def main() -> None:
                         help="run the sessions on this Agentloop instead of the default")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting for the server (BRAIN_* are not passed through)")
+    parser.add_argument("--messages", action="store_true",
+                        help="run traced and print actor messages per turn instead of CPU")
     args = parser.parse_args()
     env = dict(item.split("=", 1) for item in args.env)
+    trace = None
+    if args.messages:
+        trace = Path(tempfile.mkdtemp(prefix="brain-messages-")) / "trace.jsonl"
+        env["BRAIN_TRACE"] = str(trace)
     config = brain_config(args.delay_ms)
     if args.agentloop:
         path = os.path.abspath(args.agentloop)
         config += f'\n[agentloops.{BENCH_LOOP}]\npath = "{path}"\n'
     with bench_server(config=config, env=env) as server:
         measure(server, args.arm, args.turns, args.sessions,
-                BENCH_LOOP if args.agentloop else None, args.agentloop)
+                BENCH_LOOP if args.agentloop else None, args.agentloop, trace)
+    if trace is not None:
+        shutil.rmtree(trace.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":

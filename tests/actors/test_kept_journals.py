@@ -85,3 +85,27 @@ def test_the_cache_holds_at_most_its_bytes(tmp_path: Path,
     other, other_projection, _ = released(tmp_path, "b")
     cache.put(keep("b", other, other_projection), "b")
     assert cache.pop("a") is None and cache.pop("b") is not None
+
+
+def test_a_long_conversation_is_kept_up_to_half_the_cache(tmp_path: Path) -> None:
+    """Past a megabyte of journal (about 400 turns of a 512-byte answer) a full open costs
+    several ms, and grows with the conversation: that session is the one worth keeping."""
+    journal = tmp_path / "s" / "journal"
+    journal.parent.mkdir(parents=True)
+    answer = "x" * (512 << 10)
+    with JournalWriter.open(journal, project=True) as writer:
+        writer.append([created()])
+        for _ in range(4):  # 2 MiB of kv records: over the old 1 MiB cap, under half the cache
+            writer.append([{"kind": "kv_put", "key": "k", "value": answer}])
+    with JournalWriter.open(journal, project=True) as again:
+        projection = again.opened
+    assert (1 << 20) < writer.journal_bytes <= kept_journal.KEEP_MAX_BYTES
+    assert kept_journal.KEEP_MAX_BYTES * 2 <= kept_journal.KEPT_BYTES
+    assert keep("s", writer, projection) is not None
+    with JournalWriter.open(journal, project=True) as writer:
+        for _ in range(5):  # past half the cache: one session would push out all the others
+            writer.append([{"kind": "kv_put", "key": "k", "value": answer}])
+    with JournalWriter.open(journal, project=True) as again:
+        projection = again.opened
+    assert writer.journal_bytes > kept_journal.KEEP_MAX_BYTES
+    assert keep("s", writer, projection) is None

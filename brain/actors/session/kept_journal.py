@@ -26,8 +26,12 @@ session go last (brain/actors/registry/pool.py), and prefers it.
 
 Each entry holds one session's state, no open descriptor and no lock; the writer's checks make
 the journal, not this memory, the truth. A session mid-turn that is not suspended (nothing resumes
-it here) or with a journal over `KEEP_MAX_BYTES` is not kept: the projection of the second is
-not worth holding in an idle actor.
+it here) is not kept, nor one with a journal over `KEEP_MAX_BYTES`, half of `KEPT_BYTES`, so that
+one long conversation never pushes out every other. A long conversation is where keeping pays
+most: a full open decodes the whole transcript, so its cost grows with the conversation (at
+1,200 turns of the benchmarks' text model, 3 MB of journal, about 9 ms of CPU against well under
+1 ms for taking up what was kept). With a cap of 1 MiB, one session's sequential turns took 11 ms
+up to its 500th turn and 21 ms from there on (tools/bench/growth.py).
 """
 
 from __future__ import annotations
@@ -40,11 +44,11 @@ from brain.journal import JournalWriter
 from brain.journal.projection import Projection
 from brain.sessions.state import Turn
 
-KEEP_MAX_BYTES = 1 << 20
 KEPT_SESSIONS = 32
 """How many released sessions an actor keeps; the registry's pool counts the same."""
 KEPT_BYTES = 8 << 20
 """The journal bytes an actor's kept sessions may add up to (their projections are about as big)."""
+KEEP_MAX_BYTES = KEPT_BYTES // 2
 
 
 @dataclass(frozen=True)

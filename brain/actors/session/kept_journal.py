@@ -30,8 +30,8 @@ it here) is not kept, nor one with a journal over `KEEP_MAX_BYTES`, half of `KEP
 one long conversation never pushes out every other. A long conversation is where keeping pays
 most: a full open decodes the whole transcript, so its cost grows with the conversation (at
 1,200 turns of the benchmarks' text model, 3 MB of journal, about 9 ms of CPU against well under
-1 ms for taking up what was kept). With a cap of 1 MiB, one session's sequential turns took 11 ms
-up to its 500th turn and 21 ms from there on (tools/bench/growth.py).
+1 ms for taking up what was kept). With a cap of 1 MiB, one session's sequential turns took 11-13
+ms up to its 500th turn, then 21 ms and more, 52 ms by its 2,000th (tools/bench/growth.py).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from brain.durable_dirs import make_dirs_durable
+from brain.durable_dirs import create_durably, make_dirs_durable
 
 CACHE_ENV = "BRAIN_AGENTLOOP_CACHE"
 CLAIM_SUFFIX = ".compiling"
@@ -143,24 +143,19 @@ def _claim(artifact: Path, take_over: bool = False) -> Path | None:
 
 
 def _create_whole(path: Path) -> None:
-    """The claim file with our pid in it, made at once: written under a private name and linked
-    to `path`, which fails when `path` exists. A claim made empty and then written could be
-    read in between, empty, and taken for a dead process's by a second compiler."""
-    private = path.with_name(f"{path.name}.{os.getpid()}.new")
-    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """The claim file with our pid in it, whole from the moment it has its name
+    (`create_durably`: written privately, then linked; FileExistsError when `path` exists). A
+    claim made empty and then written could be read in between, empty, and taken for a dead
+    process's by a second compiler."""
     try:
-        with os.fdopen(fd, "w") as out:
-            out.write(str(os.getpid()))
-        try:
-            os.link(private, path)
-        except FileExistsError:
+        made = create_durably(path, str(os.getpid()).encode())
+    except OSError as exc:
+        if exc.errno not in NO_HARD_LINKS:
             raise
-        except OSError as exc:
-            if exc.errno not in NO_HARD_LINKS:
-                raise
-            _create_then_write(path)  # a file system without hard links: the older, racier way
-    finally:
-        private.unlink(missing_ok=True)
+        _create_then_write(path)  # a file system without hard links: the older, racier way
+        return
+    if not made:
+        raise FileExistsError(errno.EEXIST, "claimed by another process", str(path))
 
 
 def _create_then_write(path: Path) -> None:

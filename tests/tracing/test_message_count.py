@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tools.bench.message_count import count, read_lines, report
+from tools.bench.message_count import count, report, since
 
 LINES = [
     {"dir": "send", "kind": "gateway", "msg": "ToSession", "command": "StartTurn"},
@@ -35,8 +35,8 @@ def test_the_report_is_per_turn_largest_first() -> None:
     assert text[-1] == "  journal commits per turn: 1.00"
 
 
-def test_only_lines_after_the_offset_are_read_and_a_torn_tail_is_left_out(tmp_path: Path) -> None:
+def test_only_lines_from_the_mark_are_read_and_a_torn_tail_is_left_out(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
-    before = json.dumps(LINES[0]) + "\n"
-    trace.write_text(before + json.dumps(LINES[1]) + "\n" + '{"dir": "re')
-    assert read_lines(trace, len(before)) == [LINES[1]]
+    before, after = {**LINES[0], "t_us": 10}, {**LINES[1], "t_us": 20}
+    trace.write_text(json.dumps(before) + "\n" + json.dumps(after) + "\n" + '{"dir": "re')
+    assert [(line["msg"], line["t_us"]) for line in since(trace, 20)] == [("ToSession", 20)]

@@ -36,7 +36,7 @@ from brain.procstat import CLOCK_TICK_SECS, read_stat
 from tests.support.metrics_scrape import scrape
 from tests.support.server import BrainServer
 from tools.bench.common import bench_server, loadavg, own_cpu_seconds, percentile
-from tools.bench.message_count import read_lines, report
+from tools.bench.message_count import report, since
 from tools.bench.sampling import PeriodicSampler
 from tools.bench.turns import concurrent_turns, sequential_turns, settle
 from tools.bench.workload import SLOW_MODEL, TEXT_MODEL, TOOL_MODEL, brain_config
@@ -136,7 +136,7 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
     time.sleep(METRICS_SETTLE_SECS)  # the warm-up's opens reach the metrics first
     opens_before = journal_opens(server)
     pgrp = server.proc.pid  # the server leads its own process group
-    trace_from = trace.stat().st_size if trace is not None and trace.exists() else 0
+    traced_from = time.monotonic_ns() // 1000  # the clock trace lines are stamped with
     deadline = time.monotonic() + 600
     client_before = own_cpu_seconds()
     with CpuSampler(pgrp) as sampler:
@@ -150,19 +150,18 @@ def measure(server: BrainServer, arm: str, turns: int, sessions: int,
             done, hung, p50 = run.turns, run.hung, ""
         elapsed = time.perf_counter() - began
     client = own_cpu_seconds() - client_before
-    time.sleep(METRICS_SETTLE_SECS)
+    time.sleep(METRICS_SETTLE_SECS)  # also lets every process's trace lines reach the file
+    run = f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s)"
+    if trace is not None:
+        print(f"{run}, {done} turns, traced (no CPU figures: tracing costs CPU)")
+        print("\n".join(report(since(trace, traced_from), done)))
+        return
     opens = {how: count - opens_before.get(how, 0.0)
              for how, count in journal_opens(server).items()}
-    if trace is not None:
-        print(f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s), "
-              f"{done} turns, traced (no CPU figures: tracing costs CPU)")
-        print("\n".join(report(read_lines(trace, trace_from), done)))
-        return
     roles = sampler.by_role()
     total = sum(roles.values())
-    print(f"{arm} arm, {label or agentloop or 'default'} Agentloop, {sessions} session(s), "
-          f"{done} turns in {elapsed:.2f} s ({done / elapsed:.1f} turns/s{p50}), hung {len(hung)}; "
-          f"{loadavg()}")
+    print(f"{run}, {done} turns in {elapsed:.2f} s ({done / elapsed:.1f} turns/s{p50}), "
+          f"hung {len(hung)}; {loadavg()}")
     for role, cpu in sorted(roles.items(), key=lambda item: -item[1]):
         if cpu > 0:
             print(f"  {role:<24} {cpu / done * 1000:6.2f} ms/turn")

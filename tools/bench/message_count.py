@@ -2,30 +2,24 @@
 
 The CPU of a turn is mostly per message (docs/benchmarks.md, "CPU budget of a turn"), so which
 messages a turn sends says where the next saving is. `cpu_split --messages` runs its workload
-with BRAIN_TRACE set and hands the part of the file its timed turns wrote to `count`. Tracing
+with BRAIN_TRACE set and hands the lines its timed turns wrote (`since`) to `report`. Tracing
 costs CPU of its own, so that run prints counts, never CPU.
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
+
+from brain.tracing.model import load
 
 WAKEUP = "WakeupMessage"
 
 
-def read_lines(path: Path, offset: int) -> list[dict]:
-    """The trace lines written after byte `offset` (a torn last line is left out)."""
-    lines = []
-    with open(path, "rb") as trace:
-        trace.seek(offset)
-        for raw in trace:
-            try:
-                lines.append(json.loads(raw))
-            except ValueError:
-                continue
-    return lines
+def since(path: Path, t_us: int) -> list[dict]:
+    """The trace's lines stamped at or after `t_us` (this machine's monotonic clock in µs, which
+    every process stamps its lines with), read as `brain trace` reads them."""
+    return [line for line in load(path) if line["t_us"] >= t_us]
 
 
 def count(lines: list[dict]) -> tuple[Counter, Counter, int]:

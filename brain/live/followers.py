@@ -24,20 +24,25 @@ def live_dir(data_dir: Path) -> Path:
     return data_dir / "run" / "live"
 
 
+def _plain_name(session_id: str) -> bool:
+    return bool(session_id) and not session_id.startswith(".") and "/" not in session_id \
+        and "\0" not in session_id
+
+
 def _follow_dir(live: Path, session_id: str) -> Path | None:
     """The session's marker directory; None for an id that is not one plain file name."""
-    if not session_id or session_id.startswith(".") or "/" in session_id or "\0" in session_id:
-        return None
-    return live / "follow" / session_id
+    return live / "follow" / session_id if _plain_name(session_id) else None
 
 
-def follower_sockets(live: Path, session_id: str) -> list[str]:
-    """Socket names (in `live`) of the workers that follow `session_id`; [] when none do."""
-    folder = _follow_dir(live, session_id)
-    if folder is None:
+def follower_sockets(live: Path | str, session_id: str) -> list[str]:
+    """Socket names (in `live`) of the workers that follow `session_id`; [] when none do.
+
+    Called for every commit's hint, so the folder is joined as text: as a `Path`, the join cost
+    about twice the (usually failing) listing, 8-11 against 3 µs."""
+    if not _plain_name(session_id):
         return []
     try:
-        return os.listdir(folder)
+        return os.listdir(f"{live}/follow/{session_id}")
     except OSError:  # nobody follows it: the directory does not exist
         return []
 

@@ -135,6 +135,25 @@ def receive(patched: bool) -> dict[str, Any]:
     return {"arrived": sent["arrived"], "reads": reads()}
 
 
+def acknowledge(patched: bool) -> dict[str, Any]:
+    """A 4 kB message after a first one: how often the sender's loop stepped its transmit, and
+    how many reads its acknowledgement took; then a message too big for one `send` still
+    arrives (its bytes go out over several passes before the acknowledgement is awaited)."""
+    if patched:
+        from brain.actors.thespian.receive import read_messages_whole
+
+        read_messages_whole()
+    a, b = endpoint(), endpoint()
+    first = transmit(a, b, "hello")
+    steps = _count_calls(tcp.TCPTransport, "_nextTransmitStepCheck")
+    ack_reads = _count_calls(tcp.TCPTransport, "_next_XMIT_4")
+    sent = transmit(a, b, ("message", bytes(4000)))
+    counted = {"steps": steps(), "ack_reads": ack_reads()}
+    big = transmit(a, b, bytes(BIG_BYTES), timeout=10.0)
+    return {"arrived": first["arrived"] and sent["arrived"] and big["arrived"],
+            "status": sent["status"], "big_status": big["status"], **counted}
+
+
 def idle(patched: bool, peers: int = 30) -> dict[str, Any]:
     """Ten messages each way between two transports while one also keeps idle connections to
     `peers` others: how often its loop hashed an address and built a timer view."""
@@ -594,6 +613,7 @@ SCENARIOS: dict[str, Callable[..., dict[str, Any]]] = {
     "reuse-late-close": lambda patched: reuse(patched, late_close=True),
     "select": select,
     "receive": receive,
+    "acknowledge": acknowledge,
     "idle": idle,
     "wakeups": wakeups,
     "identify": identify,

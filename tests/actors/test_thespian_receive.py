@@ -111,10 +111,10 @@ def test_an_acknowledgement_not_yet_arrived_is_asked_for_as_thespian_asks() -> N
         right.close()
 
 
-def test_unpatched_thespian_waits_three_passes_more_for_an_acknowledgement() -> None:
+def test_unpatched_thespian_waits_two_passes_more_for_an_acknowledgement() -> None:
     """The symptom: a message sent whole waits a pass before its acknowledgement is awaited,
-    and the acknowledgement is read in two passes (each pass also checks the transmit's
-    timeouts: more steps)."""
+    and the acknowledgement is read in two passes (each pass also steps the transmit for its
+    timeouts: five steps where one does)."""
     seen = run_scenario("acknowledge", patched=False)
     assert seen["arrived"] and seen["status"] == seen["big_status"] == "+SENDSTS_SENT"
     assert seen["ack_reads"] == 2

@@ -126,3 +126,26 @@ def test_with_the_patch_a_sent_message_is_acknowledged_in_one_pass() -> None:
     assert seen["arrived"] and seen["status"] == seen["big_status"] == "+SENDSTS_SENT"
     assert seen["ack_reads"] == 1
     assert seen["steps"] <= 2  # one; two if a slow machine made the sender's run time out
+
+
+def test_a_member_of_several_hosts_leaves_gevent_sockets_their_passes() -> None:
+    """In a convention member a web worker's gevent socket is neither peeked for an
+    acknowledgement nor stepped on at once: Thespian's own passes, as its reading."""
+    import gevent.socket
+
+    from brain.actors.thespian.receive import WholeAckBuffer, _left_to_thespian
+
+    left, right = socket.socketpair()
+    wrapped = gevent.socket.socket(fileno=right.detach())
+    try:
+        left.sendall(framed("ACK"))
+        read_messages_whole(skip_gevent=True)
+        assert _left_to_thespian(wrapped) and not _left_to_thespian(left)
+        assert WholeAckBuffer(pickle.loads, wrapped).remainingAmount() == 20
+        read_messages_whole(skip_gevent=False)
+        assert not _left_to_thespian(wrapped)
+        assert WholeAckBuffer(pickle.loads, wrapped).remainingAmount() == len(framed("ACK"))
+    finally:
+        read_messages_whole(skip_gevent=False)  # this process's setting, as the suite has it
+        left.close()
+        wrapped.close()

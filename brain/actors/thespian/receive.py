@@ -66,11 +66,15 @@ def _reading_whole(original: Callable[[Any], int]) -> Callable[[Any], int]:
     return remaining_size
 
 
+def _left_to_thespian(sock: Any) -> bool:
+    """A web worker's gevent socket in a member of several hosts (`read_messages_whole`)."""
+    return _skip_gevent and type(sock).__module__.startswith("gevent")
+
+
 def _peeked_length(sock: Any) -> int | None:
-    """The whole length of the message waiting on `sock`, if its prefix has arrived; never
-    peeks at a web worker's gevent socket in a member of several hosts
-    (`read_messages_whole`)."""
-    if sock is None or (_skip_gevent and type(sock).__module__.startswith("gevent")):
+    """The whole length of the message waiting on `sock`, if its prefix has arrived; None
+    without a socket or for one left to Thespian."""
+    if sock is None or _left_to_thespian(sock):
         return None
     try:
         head = sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
@@ -117,7 +121,8 @@ def _await_ack_once_sent(original: Callable[[Any, Any], bool]) -> Callable[[Any,
     @functools.wraps(original)
     def next_xmit_2(self: Any, intent: Any) -> bool:
         waiting = original(self, intent)
-        if waiting is True and intent.stage == self._XMITStepShutdownWrite:
+        if waiting is True and intent.stage == self._XMITStepShutdownWrite \
+                and not _left_to_thespian(getattr(intent, "socket", None)):
             return bool(self._nextTransmitStep(intent))
         return waiting
 
@@ -127,11 +132,12 @@ def _await_ack_once_sent(original: Callable[[Any, Any], bool]) -> Callable[[Any,
 def read_messages_whole(skip_gevent: bool = False) -> None:
     """Patch Thespian's TCP transport in this process as the module docstring says.
 
-    `skip_gevent`: leave gevent's sockets (a web worker's) to Thespian's own reading. In a
-    member of several hosts, web workers with the patch failed, now and then, to have an actor
-    created on another member (tests/e2e/test_several_hosts.py: 2 runs of 3 with the peek on
-    gevent's socket, 1 of 6 with it on the socket gevent wraps; 0 of 16 with gevent's sockets
-    left alone). The cause is not known; actors and admins there read messages whole.
+    `skip_gevent`: leave gevent's sockets (a web worker's) to Thespian's own reading and
+    stepping, acknowledgements included. In a member of several hosts, web workers with the
+    peek failed, now and then, to have an actor created on another member
+    (tests/e2e/test_several_hosts.py: 2 runs of 3 with the peek on gevent's socket, 1 of 6 with
+    it on the socket gevent wraps; 0 of 16 with gevent's sockets left alone). The cause is not
+    known; actors and admins there read messages whole and await acknowledgements at once.
 
     Raises ThespianMismatch, patching nothing, unless Thespian is the one this was written for.
     """
